@@ -1,0 +1,14 @@
+// Command cut prepares, verifies and sends privacy cuts of model inputs. See
+// docs/cut.1.md for the manual.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/privacycut/privacycut/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(context.Background(), os.Args))
+}

@@ -1,0 +1,518 @@
+package grammar
+
+import (
+	"bytes"
+	"fmt"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// The default limits of SPEC §4.
+const (
+	DefaultMaxRecord   = 64 << 10  // bytes in one record, its LF included
+	DefaultMaxOwners   = 64        // owner slots in one record
+	DefaultMaxText     = 256 << 20 // bytes in one part's text
+	DefaultMaxRefusals = 100       // refusals reported by one parse before it stops
+)
+
+// Limits bound a parse. A limit is a refusal (LIMIT_EXCEEDED), never a
+// truncation. Zero fields take the defaults.
+type Limits struct {
+	MaxRecord   int
+	MaxOwners   int
+	MaxText     int
+	MaxRefusals int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxRecord <= 0 {
+		l.MaxRecord = DefaultMaxRecord
+	}
+	if l.MaxOwners <= 0 {
+		l.MaxOwners = DefaultMaxOwners
+	}
+	if l.MaxText <= 0 {
+		l.MaxText = DefaultMaxText
+	}
+	if l.MaxRefusals <= 0 {
+		l.MaxRefusals = DefaultMaxRefusals
+	}
+	return l
+}
+
+// Options configure a Parser.
+type Options struct {
+	Limits Limits
+	// Allowed is the set of owner categories the plan allows; zero means
+	// DefaultAllowed. Credential is never allowed.
+	Allowed CategorySet
+}
+
+// Parser parses closed-diagnostic@1 text against one vocabulary. A Parser is
+// immutable and safe for concurrent use.
+type Parser struct {
+	v       *Vocabulary
+	lim     Limits
+	allowed CategorySet
+}
+
+// NewParser returns a parser for texts over v.
+func NewParser(v *Vocabulary, opt Options) *Parser {
+	a := opt.Allowed
+	if a == 0 {
+		a = DefaultAllowed
+	}
+	a &^= 1 << CategoryCredential
+	return &Parser{v: v, lim: opt.Limits.withDefaults(), allowed: a}
+}
+
+// Vocabulary returns the parser's vocabulary.
+func (p *Parser) Vocabulary() *Vocabulary { return p.v }
+
+// Limits returns the parser's limits, defaults filled in.
+func (p *Parser) Limits() Limits { return p.lim }
+
+// Refusal is a positioned refusal. It never holds the refused bytes: only
+// where they are. Part and Kind are set by the caller that knows them
+// (Part is -1 for a refusal about a whole document).
+type Refusal struct {
+	Code   receipts.Code `json:"code"`
+	Part   int           `json:"part"`
+	Kind   string        `json:"kind"`
+	Line   int           `json:"line"`   // 1-based; 0 for a part's metadata
+	Column int           `json:"column"` // 1-based, in bytes
+	Length int           `json:"length"` // in bytes
+	Offset int           `json:"-"`      // byte offset in the text or document
+}
+
+func (r *Refusal) Error() string { return "grammar: " + r.Where() + ": " + string(r.Code) }
+
+// Where formats the position as `part 1 (block) line 3 col 15 len 8`.
+func (r *Refusal) Where() string {
+	if r.Part < 0 {
+		return fmt.Sprintf("document line %d col %d len %d", r.Line, r.Column, r.Length)
+	}
+	if r.Line == 0 {
+		return fmt.Sprintf("part %d (%s)", r.Part, r.Kind)
+	}
+	return fmt.Sprintf("part %d (%s) line %d col %d len %d", r.Part, r.Kind, r.Line, r.Column, r.Length)
+}
+
+// Parse parses text, which must be the complete text of one part. It calls
+// emit (when not nil) with the spans of each record, in order, once the whole
+// record is accepted. The spans of all accepted records tile the accepted
+// records exactly. If any refusal is returned the text is refused as a whole
+// and the spans must be discarded. Refusals are positioned in text, with Part
+// 0 and Kind empty for the caller to set; at most Limits.MaxRefusals are
+// returned.
+func (p *Parser) Parse(text []byte, emit func(Span)) (Stats, []Refusal) {
+	var st Stats
+	var refs []Refusal
+	if len(text) > p.lim.MaxText {
+		return st, []Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
+	}
+	r := recParser{p: p, v: p.v, text: text, emit: emit != nil}
+	line := 0
+	for pos := 0; pos < len(text); {
+		line++
+		nl := bytes.IndexByte(text[pos:], '\n')
+		var bad *Refusal
+		next := pos + nl + 1
+		switch {
+		case nl < 0 && len(text)-pos > p.lim.MaxRecord, nl+1 > p.lim.MaxRecord:
+			n := nl + 1
+			if nl < 0 {
+				n = len(text) - pos
+			}
+			bad = &Refusal{Code: receipts.LimitExceeded, Offset: pos, Length: n}
+		case nl < 0:
+			// The last record has no LF. Report what is wrong inside it first,
+			// if anything, else the missing terminator.
+			r.start, r.rec = pos, text[pos:]
+			if bad = r.record(); bad == nil {
+				bad = &Refusal{Code: receipts.MalformedRecord, Offset: len(text), Length: 0}
+				if len(text) > 0 {
+					bad.Offset, bad.Length = len(text)-1, 1
+				}
+			}
+		default:
+			r.start, r.rec = pos, text[pos:pos+nl]
+			bad = r.record()
+		}
+		if nl < 0 {
+			next = len(text)
+		}
+		if bad != nil {
+			bad.Line = line
+			bad.Column = bad.Offset - pos + 1
+			if bad.Offset < pos { // cannot happen; keep the position sane
+				bad.Column = 1
+			}
+			refs = append(refs, *bad)
+			if len(refs) >= p.lim.MaxRefusals {
+				return st, refs
+			}
+		} else {
+			st.Add(r.st)
+			if emit != nil {
+				for _, s := range r.spans {
+					emit(s)
+				}
+				emit(Span{Off: pos + nl, Len: 1, Kind: SpanLiteral, Literal: LiteralLF})
+			}
+		}
+		pos = next
+	}
+	return st, refs
+}
+
+// recParser parses one record. Its fields are reset for every record.
+type recParser struct {
+	p       *Parser
+	v       *Vocabulary
+	text    []byte
+	start   int    // offset of rec in text
+	rec     []byte // the record without its LF
+	emit    bool
+	spans   []Span
+	st      Stats
+	scratch []byte
+}
+
+func (r *recParser) refuse(code receipts.Code, off, n int) *Refusal {
+	return &Refusal{Code: code, Offset: r.start + off, Length: n}
+}
+
+func (r *recParser) lit(l Literal, off, n int, c Category) {
+	if r.emit {
+		r.spans = append(r.spans, Span{Off: r.start + off, Len: n, Kind: SpanLiteral, Literal: l, Category: c})
+	}
+}
+
+func (r *recParser) pub(c Class, item int32, off, n int) {
+	r.st.PublicItems++
+	if r.emit {
+		r.spans = append(r.spans, Span{Off: r.start + off, Len: n, Kind: SpanPublic, Class: c, Item: item})
+	}
+}
+
+// field returns the end of the field starting at off: the next SP or the end
+// of the record.
+func (r *recParser) field(off int) int {
+	if i := bytes.IndexByte(r.rec[off:], ' '); i >= 0 {
+		return off + i
+	}
+	return len(r.rec)
+}
+
+// miss turns a failed lookup of rec[off:end] into a refusal: an empty field is
+// a stray separator (UNCOVERED_TEXT), a field with a control byte or invalid
+// UTF-8 is refused for that byte, anything else gets code.
+func (r *recParser) miss(code receipts.Code, off, end int) *Refusal {
+	if end == off {
+		if off == len(r.rec) && off > 0 {
+			return r.refuse(receipts.UncoveredText, off-1, 1) // trailing separator
+		}
+		return r.refuse(receipts.UncoveredText, off, 1)
+	}
+	f := r.rec[off:end]
+	for i := 0; i < len(f); {
+		c := f[i]
+		if c < 0x80 {
+			if c < 0x20 || c == 0x7f {
+				return r.refuse(receipts.UncoveredText, off+i, 1)
+			}
+			i++
+			continue
+		}
+		ru, size := utf8.DecodeRune(f[i:])
+		if ru == utf8.RuneError && size == 1 {
+			return r.refuse(receipts.InvalidUTF8, off+i, 1)
+		}
+		i += size
+	}
+	return r.refuse(code, off, end-off)
+}
+
+// record parses r.rec and reports the first refusal, or nil.
+func (r *recParser) record() *Refusal {
+	r.spans, r.st = r.spans[:0], Stats{}
+	rec := r.rec
+	var off int
+	switch {
+	case bytes.HasPrefix(rec, []byte("finding ")):
+		off = len("finding ")
+		r.lit(LiteralFinding, 0, off, 0)
+		return r.finding(off)
+	case bytes.HasPrefix(rec, []byte("ask ")):
+		off = len("ask ")
+		r.lit(LiteralAsk, 0, off, 0)
+		return r.ask(off)
+	}
+	// Not a record: prose, a blank line or a broken keyword.
+	if !utf8.Valid(rec) {
+		return r.miss(receipts.UncoveredText, 0, len(rec))
+	}
+	n := len(rec)
+	if n == 0 {
+		n = 1 // the LF of a blank line
+	}
+	return r.refuse(receipts.UncoveredText, 0, n)
+}
+
+func (r *recParser) finding(off int) *Refusal {
+	v, rec := r.v, r.rec
+	// diagnostic
+	end := r.field(off)
+	idx := v.diagnostics.lookup(rec[off:end])
+	if idx < 0 {
+		return r.miss(receipts.UnknownDiagnostic, off, end)
+	}
+	r.pub(ClassDiagnostic, idx, off, end-off)
+	if end == len(rec) {
+		return r.refuse(receipts.MalformedRecord, off, end-off) // record ends early
+	}
+	r.lit(LiteralSP, end, 1, 0)
+	off = end + 1
+
+	// dependency = module "@" version
+	end = r.field(off)
+	dep := rec[off:end]
+	di := v.deps.lookup(dep)
+	at := bytes.IndexByte(dep, '@')
+	if di < 0 {
+		if at < 0 {
+			if bad := r.miss(receipts.MalformedRecord, off, end); bad.Code != receipts.MalformedRecord {
+				return bad
+			}
+			return r.refuse(receipts.MalformedRecord, off, end-off)
+		}
+		if v.modules.lookup(dep[:at]) < 0 {
+			return r.miss(receipts.UnknownModule, off, off+at)
+		}
+		return r.miss(receipts.UnknownVersion, off+at+1, end)
+	}
+	module := dep[:at]
+	r.pub(ClassModule, v.depMod[di], off, at)
+	r.lit(LiteralAt, off+at, 1, 0)
+	r.pub(ClassVersion, di, off+at+1, end-off-at-1)
+	if end == len(rec) {
+		return r.refuse(receipts.MalformedRecord, off, end-off)
+	}
+	r.lit(LiteralSP, end, 1, 0)
+	off = end + 1
+
+	// status
+	end = r.field(off)
+	if idx = v.statuses.lookup(rec[off:end]); idx < 0 {
+		return r.miss(receipts.UnknownStatus, off, end)
+	}
+	r.pub(ClassStatus, idx, off, end-off)
+	if end == len(rec) {
+		return r.refuse(receipts.MalformedRecord, off, end-off)
+	}
+	sp := end
+	off = end + 1
+
+	// [ "fixed=" version ]
+	if bytes.HasPrefix(rec[off:], []byte("fixed=")) {
+		voff := off + len("fixed=")
+		end = r.field(voff)
+		r.scratch = append(append(append(r.scratch[:0], module...), '@'), rec[voff:end]...)
+		fi := v.deps.lookup(r.scratch)
+		if fi < 0 {
+			if end == voff {
+				return r.refuse(receipts.MalformedRecord, off, end-off)
+			}
+			return r.miss(receipts.UnknownVersion, voff, end)
+		}
+		r.lit(LiteralFixed, sp, voff-sp, 0)
+		r.pub(ClassVersion, fi, voff, end-voff)
+		if end == len(rec) {
+			return r.refuse(receipts.MalformedRecord, off, end-off)
+		}
+		sp = end
+		off = end + 1
+	}
+	r.lit(LiteralSP, sp, 1, 0)
+
+	// citation
+	end = r.field(off)
+	if idx = v.citations.lookup(rec[off:end]); idx < 0 {
+		return r.miss(receipts.UnknownCitation, off, end)
+	}
+	r.pub(ClassCitation, idx, off, end-off)
+	r.st.Records++
+	r.st.Findings++
+	return r.owners(end)
+}
+
+func (r *recParser) ask(off int) *Refusal {
+	end := r.field(off)
+	idx := r.v.questions.lookup(r.rec[off:end])
+	if idx < 0 {
+		return r.miss(receipts.UnknownQuestion, off, end)
+	}
+	r.pub(ClassQuestion, idx, off, end-off)
+	r.st.Records++
+	return r.owners(end)
+}
+
+// owners parses *( SP owner ) from off to the end of the record.
+func (r *recParser) owners(off int) *Refusal {
+	rec := r.rec
+	n := 0
+	for off < len(rec) {
+		// rec[off] is the SP that ended the previous production.
+		q := off + 1
+		if !bytes.HasPrefix(rec[q:], []byte("owner.")) {
+			if q == len(rec) {
+				return r.refuse(receipts.UncoveredText, off, 1) // trailing space
+			}
+			if rec[q] == ' ' {
+				return r.refuse(receipts.UncoveredText, q, 1) // double space
+			}
+			return r.miss(receipts.UncoveredText, q, len(rec))
+		}
+		q += len("owner.")
+		eq := bytes.IndexByte(rec[q:min(len(rec), q+16)], '=')
+		if eq < 0 {
+			return r.refuse(receipts.MalformedRecord, off+1, min(len(rec), q+16)-off-1)
+		}
+		cat, ok := ParseCategory(rec[q : q+eq])
+		if !ok {
+			return r.miss(receipts.UnknownCategory, q, q+eq)
+		}
+		if !r.p.allowed.Has(cat) {
+			return r.refuse(receipts.ProhibitedCategory, q, eq)
+		}
+		q += eq + 1
+		if q >= len(rec) || rec[q] != '"' {
+			return r.refuse(receipts.MalformedRecord, min(q, len(rec)-1), 1)
+		}
+		vstart := q + 1
+		vend, escaped, nonASCII, bad := r.value(vstart)
+		if bad != nil {
+			return bad
+		}
+		n++
+		if n > r.p.lim.MaxOwners {
+			return r.refuse(receipts.LimitExceeded, off+1, vend+1-off-1)
+		}
+		if bad := r.ambiguous(vstart, vend, escaped, nonASCII); bad != nil {
+			return bad
+		}
+		r.lit(LiteralOwner, off, vstart-off, cat)
+		r.st.Owners[cat]++
+		if r.emit {
+			r.spans = append(r.spans, Span{Off: r.start + vstart, Len: vend - vstart, Kind: SpanOwner, Category: cat})
+		}
+		r.lit(LiteralQuote, vend, 1, 0)
+		off = vend + 1
+		if off < len(rec) && rec[off] != ' ' {
+			return r.miss(receipts.UncoveredText, off, len(rec))
+		}
+	}
+	return nil
+}
+
+// value scans an owner value starting at off and returns the offset of its
+// closing quote.
+func (r *recParser) value(off int) (end int, escaped, nonASCII bool, bad *Refusal) {
+	rec := r.rec
+	i := off
+	for {
+		for i < len(rec) && valueByte[rec[i]] == vbPlain {
+			i++
+		}
+		if i >= len(rec) {
+			// unterminated: from the opening quote to the end of the record
+			return 0, false, false, r.refuse(receipts.MalformedRecord, off-1, len(rec)-off+1)
+		}
+		switch valueByte[rec[i]] {
+		case vbQuote:
+			return i, escaped, nonASCII, nil
+		case vbBackslash:
+			if i+1 < len(rec) && (rec[i+1] == '"' || rec[i+1] == '\\') {
+				escaped = true
+				i += 2
+				continue
+			}
+			return 0, false, false, r.refuse(receipts.MalformedRecord, i, min(2, len(rec)-i))
+		case vbForbidden:
+			return 0, false, false, r.refuse(receipts.UncoveredText, i, 1)
+		case vbMulti:
+			ru, size := utf8.DecodeRune(rec[i:])
+			if ru == utf8.RuneError && size == 1 {
+				return 0, false, false, r.refuse(receipts.InvalidUTF8, i, 1)
+			}
+			if forbiddenRune(ru) {
+				return 0, false, false, r.refuse(receipts.UncoveredText, i, size)
+			}
+			nonASCII = true
+			i += size
+		}
+	}
+}
+
+// ambiguous applies the AMBIGUOUS_SPAN rule to the value rec[start:end].
+func (r *recParser) ambiguous(start, end int, escaped, nonASCII bool) *Refusal {
+	val := r.rec[start:end]
+	if len(val) == 0 {
+		return r.refuse(receipts.AmbiguousSpan, start-1, 2)
+	}
+	first, _ := utf8.DecodeRune(val)
+	last, _ := utf8.DecodeLastRune(val)
+	if isSpaceRune(first) || isSpaceRune(last) {
+		return r.refuse(receipts.AmbiguousSpan, start, end-start)
+	}
+	if nonASCII {
+		dec := val
+		if escaped {
+			r.scratch = unescapeValue(r.scratch[:0], val)
+			dec = r.scratch
+		}
+		if !norm.NFC.IsNormal(dec) {
+			return r.refuse(receipts.AmbiguousSpan, start, end-start)
+		}
+	}
+	if !escaped && r.v.all.has(val) {
+		return r.refuse(receipts.AmbiguousSpan, start, end-start)
+	}
+	return nil
+}
+
+// unescapeValue appends the decoded form of an escaped owner value to dst.
+// The value must already have been accepted by the parser.
+func unescapeValue(dst, val []byte) []byte {
+	for {
+		i := bytes.IndexByte(val, '\\')
+		if i < 0 {
+			return append(dst, val...)
+		}
+		dst = append(dst, val[:i]...)
+		if i+1 >= len(val) {
+			return dst // a lone trailing backslash is never accepted
+		}
+		dst = append(dst, val[i+1])
+		val = val[i+2:]
+	}
+}
+
+// Unescape returns the decoded form of an owner value as it appears between
+// its quotes in accepted text (the bytes of an owner span).
+func Unescape(val []byte) []byte { return unescapeValue(nil, val) }
+
+// Escape appends the written form of a decoded owner value to dst.
+func Escape(dst, val []byte) []byte {
+	for _, c := range val {
+		if c == '"' || c == '\\' {
+			dst = append(dst, '\\')
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}

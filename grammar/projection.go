@@ -1,0 +1,273 @@
+package grammar
+
+import (
+	"errors"
+	"sort"
+
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// Schema and profile names of a projection.
+const (
+	ProjectionSchema = "Projection@1"
+	Profile          = "closed-diagnostic@1"
+)
+
+// Default document limits.
+const (
+	DefaultMaxProjectionBytes = 1 << 30 // 1 GiB
+	DefaultMaxParts           = 1 << 16
+	DefaultMaxParents         = 64
+)
+
+// Kinds are the part kinds of SPEC §3.
+var Kinds = []string{"block", "history", "continuation", "query", "tool", "artifact"}
+
+// Classes are the label classes, lowest first.
+var Classes = []string{"public", "internal", "private", "restricted"}
+
+// Projection is a Projection@1: the complete model input, in order. Keys,
+// labels and lineage are local: they never reach a candidate or an export.
+type Projection struct {
+	Schema  string `json:"schema"`
+	Profile string `json:"profile"`
+	Parts   []Part `json:"parts"`
+}
+
+// Part is one part of a projection. Text is the part's closed-diagnostic@1
+// text, decoded from its JSON string as UTF-8 bytes.
+type Part struct {
+	Kind    string   `json:"kind"`
+	Key     string   `json:"key"`
+	Text    []byte   `json:"text"`
+	Label   *Label   `json:"label"`
+	Lineage []string `json:"lineage"`
+}
+
+// Label is a privatization label (SPEC §3).
+type Label struct {
+	Class      string   `json:"class"`
+	Weight     int      `json:"weight"`
+	Categories []string `json:"categories"`
+	Subjects   []string `json:"subjects"`
+	Parents    []string `json:"parents"`
+	Handling   []string `json:"handling"`
+}
+
+// LoadOptions bound a projection document.
+type LoadOptions struct {
+	MaxBytes int64 // default 1 GiB
+	MaxParts int   // default 65536
+	MaxText  int   // bytes of one part's text, default 256 MiB
+}
+
+// Document is a loaded projection together with its parse tree, from which
+// its canonical form (and so its digests) is derived.
+type Document struct {
+	Projection
+	tree *receipts.Value
+}
+
+// Canonical returns the RFC 8785 canonical form of the document: reordering
+// keys or reformatting the file does not change it. It fails only for a
+// number that is not a finite double.
+func (d *Document) Canonical() ([]byte, error) { return d.tree.Canonical() }
+
+// LoadProjection strictly decodes a Projection@1 document and checks its
+// structure: schema and profile names, part kinds, label classes and weights.
+// Lineage and ancestry are checked by Check. Refusals about the JSON document
+// have Part -1 and file positions; refusals about one part carry its index.
+func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
+	if opt.MaxBytes <= 0 {
+		opt.MaxBytes = DefaultMaxProjectionBytes
+	}
+	if opt.MaxParts <= 0 {
+		opt.MaxParts = DefaultMaxParts
+	}
+	if opt.MaxText <= 0 {
+		opt.MaxText = DefaultMaxText
+	}
+	tree, err := receipts.Parse(data, receipts.Options{MaxBytes: opt.MaxBytes})
+	if err != nil {
+		return nil, []Refusal{documentRefusal(data, err)}
+	}
+	d := &Document{tree: tree}
+	if err := tree.Decode(&d.Projection); err != nil {
+		return nil, []Refusal{documentRefusal(data, err)}
+	}
+	var refs []Refusal
+	doc := func(code receipts.Code, key string) {
+		r := Refusal{Code: code, Part: -1, Line: 1, Column: 1, Length: 1}
+		if m := member(tree, key); m != nil {
+			r.Offset, r.Length = m.Off, m.End-m.Off
+			r.Line, r.Column = position(data, m.Off)
+		}
+		refs = append(refs, r)
+	}
+	if d.Schema != ProjectionSchema {
+		doc(receipts.MalformedRecord, "schema")
+	}
+	if d.Profile != Profile {
+		doc(receipts.MalformedRecord, "profile")
+	}
+	if len(d.Parts) == 0 {
+		doc(receipts.MalformedRecord, "parts")
+	}
+	if len(d.Parts) > opt.MaxParts {
+		doc(receipts.LimitExceeded, "parts")
+	}
+	for i := range d.Parts {
+		p := &d.Parts[i]
+		part := func(code receipts.Code) {
+			refs = append(refs, Refusal{Code: code, Part: i, Kind: p.Kind})
+		}
+		if !validKind(p.Kind) {
+			part(receipts.MalformedRecord)
+			continue
+		}
+		if len(p.Text) > opt.MaxText {
+			part(receipts.LimitExceeded)
+		}
+		if p.Label != nil && (classRank(p.Label.Class) < 0 || p.Label.Weight < 0) {
+			part(receipts.MalformedRecord)
+		}
+	}
+	if len(refs) > 0 {
+		return nil, refs
+	}
+	return d, nil
+}
+
+func documentRefusal(data []byte, err error) Refusal {
+	var se *receipts.SyntaxError
+	if errors.As(err, &se) {
+		r := Refusal{Code: se.Code, Part: -1, Line: se.Line, Column: se.Column, Length: se.Length, Offset: se.Offset}
+		if r.Line == 0 {
+			r.Line, r.Column = position(data, se.Offset)
+		}
+		return r
+	}
+	return Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 1, Length: 1}
+}
+
+// member returns the value of the top-level member key, or nil.
+func member(v *receipts.Value, key string) *receipts.Value {
+	if v == nil || v.Kind != receipts.Object {
+		return nil
+	}
+	for i := range v.Members {
+		if string(v.Members[i].Key) == key {
+			return &v.Members[i].Value
+		}
+	}
+	return nil
+}
+
+// position converts a byte offset into a 1-based line and byte column.
+func position(data []byte, off int) (line, col int) {
+	line, col = 1, 1
+	for i := 0; i < off && i < len(data); i++ {
+		if data[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func validKind(k string) bool {
+	for _, x := range Kinds {
+		if k == x {
+			return true
+		}
+	}
+	return false
+}
+
+func classRank(c string) int {
+	for i, x := range Classes {
+		if c == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// Join is the label of a whole cut: the highest class and weight, and the
+// sorted union of categories, subjects and parents (SPEC §3). A part with no
+// label counts as restricted.
+func Join(parts []Part) Label {
+	j := Label{Class: Classes[0]}
+	var cats, subs, pars []string
+	for _, p := range parts {
+		if p.Label == nil {
+			j.Class = "restricted"
+			continue
+		}
+		if classRank(p.Label.Class) > classRank(j.Class) {
+			j.Class = p.Label.Class
+		}
+		j.Weight = max(j.Weight, p.Label.Weight)
+		cats = append(cats, p.Label.Categories...)
+		subs = append(subs, p.Label.Subjects...)
+		pars = append(pars, p.Label.Parents...)
+	}
+	j.Categories, j.Subjects, j.Parents, j.Handling = union(cats), union(subs), union(pars), []string{}
+	for _, p := range parts {
+		if p.Label != nil {
+			j.Handling = append(j.Handling, p.Label.Handling...)
+		}
+	}
+	j.Handling = union(j.Handling)
+	return j
+}
+
+func union(xs []string) []string {
+	out := append([]string{}, xs...)
+	sort.Strings(out)
+	k := 0
+	for i, x := range out {
+		if i == 0 || x != out[k-1] {
+			out[k] = x
+			k++
+		}
+	}
+	return out[:k]
+}
+
+// CheckLineage applies the lineage and ancestry rules of SPEC §3: a part with
+// no label, or with lineage empty, absent or containing "unknown" (or an empty
+// entry), is refused UNKNOWN_LINEAGE; more distinct parents in the join than
+// maxParents (default 64) is refused EXCESS_ANCESTRY, naming the part whose
+// parents first cross the limit. References are never dropped to fit.
+func CheckLineage(parts []Part, maxParents int) []Refusal {
+	if maxParents <= 0 {
+		maxParents = DefaultMaxParents
+	}
+	var refs []Refusal
+	seen := map[string]bool{}
+	excess := false
+	for i, p := range parts {
+		bad := p.Label == nil || len(p.Lineage) == 0
+		for _, l := range p.Lineage {
+			if l == "" || l == "unknown" {
+				bad = true
+			}
+		}
+		if bad {
+			refs = append(refs, Refusal{Code: receipts.UnknownLineage, Part: i, Kind: p.Kind})
+		}
+		if p.Label == nil || excess {
+			continue
+		}
+		for _, par := range p.Label.Parents {
+			seen[par] = true
+		}
+		if len(seen) > maxParents {
+			refs = append(refs, Refusal{Code: receipts.ExcessAncestry, Part: i, Kind: p.Kind})
+			excess = true
+		}
+	}
+	return refs
+}

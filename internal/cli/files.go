@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// readCapped reads a file (or stdin for "-") of at most max bytes. over
+// reports a file that is larger.
+func readCapped(c *Cmd, path string, max int64) (data []byte, over bool, err error) {
+	var r io.Reader
+	if path == "-" {
+		r = c.Stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, false, err
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > max {
+			return nil, true, nil
+		}
+		r = f
+	}
+	data, err = io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(data)) > max {
+		return nil, true, nil
+	}
+	return data, false, nil
+}
+
+// readProjection reads a projection file; a file over the size limit is a
+// refusal, not an error.
+func readProjection(c *Cmd, path string) ([]byte, []grammar.Refusal, error) {
+	data, over, err := readCapped(c, path, grammar.DefaultMaxProjectionBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read projection: %w", err)
+	}
+	if over {
+		return nil, []grammar.Refusal{{Code: receipts.LimitExceeded, Part: -1, Line: 1, Column: 1}}, nil
+	}
+	return data, nil, nil
+}
+
+func loadVocabulary(path string) (*grammar.Vocabulary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read vocabulary: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, grammar.MaxVocabularyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read vocabulary: %w", err)
+	}
+	v, err := grammar.LoadVocabulary(data)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
