@@ -1,0 +1,159 @@
+package verifier
+
+import (
+	"net/url"
+	"slices"
+
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// manifest is the Manifest@1 whose keyed digest the plan binds.
+type manifest struct {
+	Schema string         `json:"schema"`
+	Parts  []manifestPart `json:"parts"`
+}
+
+type manifestPart struct {
+	Kind       string `json:"kind"`
+	Key        string `json:"key"`
+	TextDigest string `json:"text_digest"`
+}
+
+// manifestDigest returns H(Manifest@1) of the source.
+func (c *check) manifestDigest() (string, error) {
+	m := manifest{Schema: "Manifest@1", Parts: make([]manifestPart, len(c.src.Parts))}
+	for i := range c.src.Parts {
+		pt := &c.src.Parts[i]
+		d, err := keyed(c.key, pt.Text)
+		if err != nil {
+			return "", err
+		}
+		m.Parts[i] = manifestPart{Kind: pt.Kind, Key: pt.Key, TextDigest: d}
+	}
+	return keyedCanonical(c.key, m)
+}
+
+// absoluteHTTP reports whether s is an absolute http or https URL with a host.
+func absoluteHTTP(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Opaque != "" || u.Host == "" {
+		return false
+	}
+	return u.Scheme == "http" || u.Scheme == "https"
+}
+
+// checkPlan evaluates plan-match. Details name plan fields, never values.
+func (c *check) checkPlan() {
+	o := &c.out[cPlan]
+	if c.plan == nil {
+		o.fail("plan: not decodable: %s", errText(c.planErr))
+		return
+	}
+	p := c.plan
+	if p.Schema != receipts.SchemaPlan {
+		o.fail("schema is not %s", receipts.SchemaPlan)
+	}
+	if c.mode == "" {
+		o.fail("mode is neither irreversible nor reversible")
+	}
+	if p.Consumer.Kind == "" || p.Consumer.ID == "" {
+		o.fail("consumer kind or id empty")
+	}
+	if p.Purpose == "" {
+		o.fail("purpose empty")
+	}
+	if !absoluteHTTP(p.Target) {
+		o.fail("target is not an absolute http(s) URL")
+	}
+	if p.MaxUses < 1 {
+		o.fail("max_uses below 1")
+	}
+	if p.MaxParents < 0 {
+		o.fail("max_parents negative")
+	}
+	for _, inv := range receipts.RequiredInvariants {
+		if !slices.Contains(p.Invariants, inv) {
+			o.fail("invariants lack %s", inv)
+		}
+	}
+
+	// Categories: known names only; credential never allowed; every category
+	// the source uses allowed and not prohibited.
+	for _, a := range p.Categories.Allowed {
+		switch i := categoryIndex([]byte(a)); {
+		case i < 0:
+			o.fail("categories.allowed names an unknown category")
+		case i == credential:
+			o.fail("categories.allowed includes credential")
+		}
+	}
+	for _, a := range p.Categories.Prohibited {
+		if categoryIndex([]byte(a)) < 0 {
+			o.fail("categories.prohibited names an unknown category")
+		}
+	}
+	if c.w != nil && c.src != nil && c.voc != nil {
+		if !c.w.sourceRecognized {
+			o.fail("source not fully recognized: its categories are unknown")
+		}
+		for i, used := range c.w.used {
+			if !used {
+				continue
+			}
+			name := categories[i]
+			if i == credential || !slices.Contains(p.Categories.Allowed, name) {
+				o.fail("source uses category %s, which the plan does not allow", name)
+			}
+			if slices.Contains(p.Categories.Prohibited, name) {
+				o.fail("source uses category %s, which the plan prohibits", name)
+			}
+		}
+	} else {
+		o.fail("source categories unknown (source or vocabulary not decodable)")
+	}
+
+	// Digests the plan binds.
+	switch {
+	case c.src == nil:
+		o.fail("manifest_digest: source not decodable")
+	case c.key == nil:
+		o.fail("manifest_digest: %s", errText(c.keyErr))
+	default:
+		if d, err := c.manifestDigest(); err != nil {
+			o.fail("manifest_digest: %s", errText(err))
+		} else if d != p.ManifestDigest {
+			o.fail("manifest_digest does not match the source")
+		}
+		if d, err := keyed(c.key, c.srcCanon); err != nil {
+			o.fail("restricted_ref: %s", errText(err))
+		} else if d != p.RestrictedRef {
+			o.fail("restricted_ref does not match the source")
+		}
+	}
+	if c.vocDigest == "" || p.VocabularyDigest != c.vocDigest {
+		o.fail("vocabulary_digest does not match the vocabulary")
+	}
+
+	// Expiry.
+	exp, err := p.Expiry()
+	switch {
+	case err != nil:
+		o.fail("expires_at is not RFC 3339")
+	case c.req.Now.IsZero():
+		o.fail("expires_at: %s", errText(errNoClock))
+	case !c.req.Now.Before(exp):
+		o.fail("plan expired")
+	}
+
+	// Every receipt binds this plan.
+	if c.recErr != nil {
+		o.fail("receipts: not decodable")
+	} else {
+		for i := range c.recs {
+			if c.recs[i].PlanDigest != c.planDigest {
+				o.fail("receipt %d: plan_digest does not match the plan", i)
+			}
+		}
+	}
+	o.facts = "mode=" + c.mode
+}

@@ -1,0 +1,282 @@
+package verifier
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// Revision names this verifier in every CutVerification@1 it writes.
+const Revision = "verifier/1"
+
+// The claims of CutVerification@1, in the order they are always listed.
+const (
+	ClaimExportCanonical = "export-canonical"
+	ClaimCoverage        = "coverage"
+	ClaimPublicPreserved = "public-preserved"
+	ClaimOwnersReplaced  = "owners-replaced"
+	ClaimTokenConsistent = "token-consistency"
+	ClaimNoResidual      = "no-residual"
+	ClaimPlanMatch       = "plan-match"
+	ClaimReceiptChain    = "receipt-chain"
+)
+
+// Claims returns the claim names in their fixed order.
+func Claims() []string {
+	return []string{ClaimExportCanonical, ClaimCoverage, ClaimPublicPreserved, ClaimOwnersReplaced,
+		ClaimTokenConsistent, ClaimNoResidual, ClaimPlanMatch, ClaimReceiptChain}
+}
+
+const (
+	cExport = iota
+	cCoverage
+	cPublic
+	cOwners
+	cTokens
+	cResidual
+	cPlan
+	cChain
+	nClaims
+)
+
+// Request is everything the verifier is given about one cut. The verifier
+// reads it and never modifies it.
+type Request struct {
+	Source       []byte                // the Projection@1 document, as read from disk
+	Export       []byte                // the export bytes as sent
+	ExportDigest string                // the digest the bundle claims for them
+	Plan         []byte                // DisclosurePlan@1 document
+	Vocabulary   []byte                // Vocabulary@1 document
+	Receipts     []byte                // JSON array of TransformationReceipt@1
+	EvidenceKey  *receipts.EvidenceKey // keys the digests of source-derived material
+	Now          time.Time             // the plan must expire after Now
+}
+
+// Verify checks one cut and returns its CutVerification@1. It lists every
+// claim, in order; the verdict is "pass" only when every claim holds. Verify
+// never panics on any input, and no Detail ever holds input bytes: only
+// counts, codes, field names and positions.
+func Verify(req Request) (v receipts.Verification) {
+	defer func() {
+		if recover() != nil {
+			v = failAll(req, "verifier: internal error")
+		}
+	}()
+	return verify(req)
+}
+
+// failAll is the verification of a run that could not complete.
+func failAll(req Request, detail string) receipts.Verification {
+	v := receipts.Verification{
+		Schema: receipts.SchemaVerification, Verdict: "fail", Verifier: Revision,
+		ExportDigest: receipts.SHA256(req.Export),
+	}
+	for _, n := range Claims() {
+		v.Claims = append(v.Claims, receipts.Claim{Name: n, OK: false, Detail: detail})
+	}
+	return v
+}
+
+// outcome collects the findings of one claim. A claim holds when it was
+// evaluated and nothing failed.
+type outcome struct {
+	problems []string
+	count    int
+	facts    string
+}
+
+// fail records a problem; only the first few are kept in the detail.
+func (o *outcome) fail(format string, args ...any) {
+	o.count++
+	if len(o.problems) < 4 {
+		o.problems = append(o.problems, fmt.Sprintf(format, args...))
+	}
+}
+
+func (o *outcome) ok() bool { return o.count == 0 }
+
+func (o *outcome) detail() string {
+	if o.ok() {
+		return o.facts
+	}
+	d := strings.Join(o.problems, "; ")
+	if o.count > len(o.problems) {
+		d += "; " + strconv.Itoa(o.count-len(o.problems)) + " more"
+	}
+	return d
+}
+
+// exportPart is one part of the export as parsed.
+type exportPart struct {
+	kind string
+	text []byte
+}
+
+// check holds one verification run.
+type check struct {
+	req Request
+	out [nClaims]outcome
+
+	key    *receipts.EvidenceKey // nil when absent or wiped
+	keyErr error
+
+	src      *projection
+	srcCanon []byte
+	srcErr   error
+
+	expParts []exportPart // nil when the export has no usable parts
+	expErr   error
+
+	plan       *receipts.Plan
+	planErr    error
+	planDigest string
+	mode       string // the plan's mode, when valid
+
+	voc       *vocabulary
+	vocErr    error
+	vocDigest string
+
+	recs       []receipts.TransformationReceipt
+	recDigests []string
+	recErr     error
+
+	w *walkResult
+}
+
+var (
+	errNoKey   = errors.New("verifier: no evidence key")
+	errNoClock = errors.New("verifier: no clock")
+)
+
+func verify(req Request) receipts.Verification {
+	c := &check{req: req}
+	c.decode()
+	c.checkExport()
+	c.w = c.walk()
+	c.checkPlan()
+	c.checkChain()
+
+	v := receipts.Verification{
+		Schema:           receipts.SchemaVerification,
+		Verdict:          "pass",
+		Verifier:         Revision,
+		Mode:             c.mode,
+		ExportDigest:     receipts.SHA256(req.Export),
+		PlanDigest:       c.planDigest,
+		VocabularyDigest: c.vocDigest,
+	}
+	if c.key != nil && c.srcCanon != nil {
+		v.SourceDigest, _ = keyed(c.key, c.srcCanon)
+	}
+	if n := len(c.recDigests); n > 0 {
+		v.ReceiptsDigest = c.recDigests[n-1]
+	}
+	for i, name := range Claims() {
+		o := &c.out[i]
+		v.Claims = append(v.Claims, receipts.Claim{Name: name, OK: o.ok(), Detail: o.detail()})
+		if !o.ok() {
+			v.Verdict = "fail"
+		}
+	}
+	return v
+}
+
+// keyed returns the HMAC digest of b, or an error if the key cannot be used.
+func keyed(k *receipts.EvidenceKey, b []byte) (d string, err error) {
+	defer func() {
+		if recover() != nil {
+			d, err = "", receipts.ErrKeyWiped
+		}
+	}()
+	return k.HMAC(b), nil
+}
+
+// keyedCanonical returns the HMAC digest of the canonical form of v.
+func keyedCanonical(k *receipts.EvidenceKey, v any) (string, error) {
+	if k == nil {
+		return "", errNoKey
+	}
+	return k.HMACCanonical(v)
+}
+
+// digestDoc returns S(document): SHA-256 of the document's canonical form.
+func digestDoc(data []byte) (string, error) {
+	canon, err := receipts.Canonicalize(data)
+	if err != nil {
+		return "", err
+	}
+	return receipts.SHA256(canon), nil
+}
+
+// decode parses every input. Each failure is kept for the claims that
+// depend on that input.
+func (c *check) decode() {
+	req := c.req
+	if req.EvidenceKey == nil {
+		c.keyErr = errNoKey
+	} else if err := req.EvidenceKey.Reveal(func([]byte) error { return nil }); err != nil {
+		c.keyErr = err
+	} else {
+		c.key = req.EvidenceKey
+	}
+
+	c.src, c.srcCanon, c.srcErr = parseProjection(req.Source)
+
+	c.plan, c.planErr = parsePlan(req.Plan)
+	if d, err := digestDoc(req.Plan); err == nil {
+		c.planDigest = d
+	}
+	if c.plan != nil && (c.plan.Mode == receipts.ModeIrreversible || c.plan.Mode == receipts.ModeReversible) {
+		c.mode = c.plan.Mode
+	}
+
+	c.voc, c.vocErr = parseVocabulary(req.Vocabulary)
+	if d, err := digestDoc(req.Vocabulary); err == nil {
+		c.vocDigest = d
+	}
+
+	c.recs, c.recDigests, c.recErr = parseReceipts(req.Receipts)
+}
+
+// parsePlan strictly decodes a DisclosurePlan@1.
+func parsePlan(data []byte) (*receipts.Plan, error) {
+	var p receipts.Plan
+	if err := receipts.Unmarshal(data, &p, receipts.Options{}); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// parseReceipts strictly decodes the JSON array of receipts and returns each
+// receipt with its digest S(receipt) over the canonical form of the element
+// as given.
+func parseReceipts(data []byte) ([]receipts.TransformationReceipt, []string, error) {
+	tree, err := receipts.Parse(data, receipts.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if tree.Kind != receipts.Array {
+		return nil, nil, errors.New("verifier: receipts: not a JSON array")
+	}
+	recs := make([]receipts.TransformationReceipt, len(tree.Elems))
+	digests := make([]string, len(tree.Elems))
+	for i := range tree.Elems {
+		canon, err := tree.Elems[i].Canonical()
+		if err != nil {
+			return nil, nil, err
+		}
+		digests[i] = receipts.SHA256(canon)
+		if err := tree.Elems[i].Decode(&recs[i]); err != nil {
+			return nil, digests, fmt.Errorf("verifier: receipts: element %d: %w", i, err)
+		}
+	}
+	return recs, digests, nil
+}
+
+// errText renders an error for a Detail. Every error reaching it comes from
+// receipts or this package, whose messages are content-free by contract.
+func errText(err error) string { return err.Error() }
