@@ -30,8 +30,9 @@ type Error struct {
 	// LEASE_DURABILITY_INSUFFICIENT, LEASE_UNRECOVERABLE), or empty when the
 	// error is a caller bug described by Err.
 	Code receipts.Code
-	// Op is the operation: "new", "bind", "claim", "consume", "revoke",
-	// "expire", "destroy-key", "recover", "check", "forward", "apply", …
+	// Op is the operation: "new", "need", "bind", "claim", "consume",
+	// "revoke", "expire", "apply", "destroy-key", "recover", "check",
+	// "forward", "parse-state" or "marshal-state".
 	Op string
 	// State is the lease's state when the operation was refused, or
 	// StateUnknown when there was no lease or its state is illegal.
