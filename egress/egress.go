@@ -1,0 +1,445 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// Reasons of an admission refusal: the fixed words of EgressDecision@1's
+// reason field.
+const (
+	ReasonNoSeal        = "no-seal"        // no seal with that event id in this authority
+	ReasonTarget        = "target"         // target differs from the plan's, byte for byte
+	ReasonConsumer      = "consumer"       // consumer differs from the plan's
+	ReasonBody          = "body"           // sha256(body) differs from the sealed export digest
+	ReasonExpired       = "expired"        // the plan's expires_at has passed
+	ReasonUsesExhausted = "uses-exhausted" // max_uses admissions already made
+	ReasonLocalOnly     = "local-only"     // the bytes were registered with DenyLocal
+)
+
+// Reasons of a seal refusal. A seal refusal may also carry ReasonTarget,
+// ReasonConsumer (the plan names none), ReasonExpired (the plan has expired)
+// and ReasonLocalOnly (the export was registered with DenyLocal).
+const (
+	ReasonSchema           = "schema"            // a schema name is not the expected one
+	ReasonVerdict          = "verdict"           // verdict not pass, a claim failed or is missing
+	ReasonMode             = "mode"              // plan and verification modes differ or are unknown
+	ReasonLease            = "lease"             // a lease without reversible mode, or reversible without lease
+	ReasonPolicyRevision   = "policy-revision"   // the plan's policy revision is not the authority's
+	ReasonExpiry           = "expiry"            // the plan's expires_at is not RFC 3339
+	ReasonMaxUses          = "max-uses"          // max_uses < 1
+	ReasonExportDigest     = "export-digest"     // verification's export digest is not sha256(export)
+	ReasonSourceDigest     = "source-digest"     // source digest missing, not keyed, or not the verification's
+	ReasonRestrictedRef    = "restricted-ref"    // the plan's restricted_ref is not the source digest
+	ReasonPlanDigest       = "plan-digest"       // verification or a receipt binds another plan
+	ReasonVocabularyDigest = "vocabulary-digest" // verification or a receipt binds another vocabulary
+	ReasonReceiptChain     = "receipt-chain"     // receipts missing, out of order, or not linked
+	ReasonTerminal         = "terminal"          // the last receipt is not terminal or binds another export
+	ReasonReceiptsDigest   = "receipts-digest"   // the terminal receipt's digest is not the verification's
+	ReasonSealed           = "sealed"            // this plan and export are already sealed here
+)
+
+// Error is a refusal by the authority. It carries a refusal code, a fixed
+// reason word and the refusal's own event id (as journaled); never input
+// bytes.
+type Error struct {
+	Op      string        // "seal" or "admit"
+	Code    receipts.Code // PLAN_MISMATCH or LIMIT_EXCEEDED
+	Reason  string        // one of the Reason constants
+	EventID string        // the event id of the refusal
+}
+
+func (e *Error) Error() string {
+	return "egress: " + e.Op + " refused: " + string(e.Code) + ": " + e.Reason
+}
+
+// verifierClaims are the claims of CutVerification@1, all of them, in order
+// (docs/DESIGN.md "Verifier claims").
+var verifierClaims = []string{
+	"export-canonical", "coverage", "public-preserved", "owners-replaced",
+	"token-consistency", "no-residual", "plan-match", "receipt-chain",
+}
+
+// Options configure an Authority.
+type Options struct {
+	Journal        *Journal         // nil: no journal
+	Now            func() time.Time // nil: time.Now
+	PolicyRevision string           // the policy revision seals must match; "" matches nothing
+}
+
+// SealRequest is what a seal is asked for: the verified cut.
+type SealRequest struct {
+	SourceDigest string // hmac-sha256:… of the source projection
+	Export       []byte // the exact export bytes
+	Plan         receipts.Plan
+	Receipts     []receipts.TransformationReceipt
+	Verification receipts.Verification
+	Lease        string // "" for irreversible cuts
+}
+
+// Authority is an in-memory seal authority and egress gate. Its seals exist
+// only in this value: a new Authority (a restarted process) knows none. It
+// is safe for concurrent use.
+type Authority struct {
+	journal *Journal
+	now     func() time.Time
+	policy  string
+
+	mu     sync.Mutex
+	seals  map[string]*seal   // seal event id → seal
+	sealed map[sealKey]string // (plan, export) → seal event id, including reservations
+	denied map[string]struct{}
+}
+
+type sealKey struct{ plan, export string }
+
+// seal is the authority's private copy of what admission needs.
+type seal struct {
+	id       string
+	digest   string // sha256 of the export
+	target   string
+	consumer receipts.Consumer
+	expiry   time.Time
+	maxUses  int
+
+	mu   sync.Mutex // guards used, and orders journal appends of this seal
+	used int
+}
+
+// NewAuthority returns an authority that knows no seals.
+func NewAuthority(opt Options) *Authority {
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Authority{
+		journal: opt.Journal,
+		now:     now,
+		policy:  opt.PolicyRevision,
+		seals:   make(map[string]*seal),
+		sealed:  make(map[sealKey]string),
+		denied:  make(map[string]struct{}),
+	}
+}
+
+// DenyLocal registers digest ("sha256:" over the exact bytes, as
+// receipts.SHA256 computes it) as bytes that must never leave: Admit refuses
+// a body with that digest, and Seal refuses an export with it, whatever the
+// seal. Rehydrated results are registered here.
+func (a *Authority) DenyLocal(digest string) {
+	a.mu.Lock()
+	a.denied[digest] = struct{}{}
+	a.mu.Unlock()
+}
+
+// Seal checks that the request is one verified cut and, if every binding
+// holds, seals it: it returns a PrivacyCut@1 with a fresh random event id
+// and keeps, in memory only, the export digest, target, consumer, expiry and
+// use ceiling. A refusal is an *Error with code PLAN_MISMATCH, journaled
+// with its own event id. A journal failure is returned as an error and
+// nothing is sealed.
+func (a *Authority) Seal(req SealRequest) (receipts.PrivacyCut, error) {
+	now := a.now()
+	c, reason, err := a.check(&req, now)
+	if err != nil {
+		return receipts.PrivacyCut{}, err
+	}
+	if reason != "" {
+		return receipts.PrivacyCut{}, a.refuseSeal(reason, now)
+	}
+
+	key := sealKey{plan: c.planDigest, export: c.exportDigest}
+	id := receipts.NewEventID()
+	a.mu.Lock()
+	_, denied := a.denied[c.exportDigest]
+	_, dup := a.sealed[key]
+	if !denied && !dup {
+		a.sealed[key] = id // reserved until journaled
+	}
+	a.mu.Unlock()
+	switch {
+	case denied:
+		return receipts.PrivacyCut{}, a.refuseSeal(ReasonLocalOnly, now)
+	case dup:
+		return receipts.PrivacyCut{}, a.refuseSeal(ReasonSealed, now)
+	}
+
+	if err := a.journal.Append(Entry{
+		EventID: id, Time: now.UTC(), Kind: "seal", Command: "seal",
+		Seal: id, Digest: c.exportDigest,
+	}); err != nil {
+		a.mu.Lock()
+		delete(a.sealed, key)
+		a.mu.Unlock()
+		return receipts.PrivacyCut{}, fmt.Errorf("egress: seal not recorded: %w", err)
+	}
+	s := &seal{
+		id: id, digest: c.exportDigest, target: req.Plan.Target,
+		consumer: req.Plan.Consumer, expiry: c.expiry, maxUses: req.Plan.MaxUses,
+	}
+	a.mu.Lock()
+	a.seals[id] = s
+	a.mu.Unlock()
+
+	return receipts.PrivacyCut{
+		Schema:             receipts.SchemaPrivacyCut,
+		EventID:            id,
+		SourceDigest:       req.SourceDigest,
+		ExportDigest:       c.exportDigest,
+		PlanDigest:         c.planDigest,
+		ReceiptsDigest:     c.receiptsDigest,
+		VerificationDigest: c.verificationDigest,
+		Verdict:            req.Verification.Verdict,
+		PolicyRevision:     req.Plan.PolicyRevision,
+		Target:             req.Plan.Target,
+		Consumer:           req.Plan.Consumer,
+		MaxUses:            req.Plan.MaxUses,
+		ExpiresAt:          req.Plan.ExpiresAt,
+		SealedAt:           now.UTC().Format(time.RFC3339Nano),
+		Lease:              req.Lease,
+	}, nil
+}
+
+// checked holds the digests Seal computed.
+type checked struct {
+	exportDigest       string
+	planDigest         string
+	receiptsDigest     string
+	verificationDigest string
+	expiry             time.Time
+}
+
+// check returns the first broken binding as a reason word, or "" and the
+// computed digests. err is set only when a value cannot be encoded at all.
+func (a *Authority) check(req *SealRequest, now time.Time) (checked, string, error) {
+	var c checked
+	p, v, rs := &req.Plan, &req.Verification, req.Receipts
+
+	if p.Schema != receipts.SchemaPlan || v.Schema != receipts.SchemaVerification {
+		return c, ReasonSchema, nil
+	}
+	for i := range rs {
+		if rs[i].Schema != receipts.SchemaTransformation {
+			return c, ReasonSchema, nil
+		}
+	}
+	if !passed(v) {
+		return c, ReasonVerdict, nil
+	}
+	if p.Mode != v.Mode || (p.Mode != receipts.ModeIrreversible && p.Mode != receipts.ModeReversible) {
+		return c, ReasonMode, nil
+	}
+	if (p.Mode == receipts.ModeReversible) != (req.Lease != "") {
+		return c, ReasonLease, nil
+	}
+	if a.policy == "" || p.PolicyRevision != a.policy {
+		return c, ReasonPolicyRevision, nil
+	}
+	expiry, err := p.Expiry()
+	if err != nil {
+		return c, ReasonExpiry, nil
+	}
+	if !now.Before(expiry) {
+		return c, ReasonExpired, nil
+	}
+	c.expiry = expiry
+	if p.MaxUses < 1 {
+		return c, ReasonMaxUses, nil
+	}
+	if p.Target == "" {
+		return c, ReasonTarget, nil
+	}
+	if p.Consumer.Kind == "" || p.Consumer.ID == "" {
+		return c, ReasonConsumer, nil
+	}
+
+	c.exportDigest = receipts.SHA256(req.Export)
+	if v.ExportDigest != c.exportDigest {
+		return c, ReasonExportDigest, nil
+	}
+	if alg, _, err := receipts.ParseDigest(req.SourceDigest); err != nil || alg != receipts.PrefixHMAC || v.SourceDigest != req.SourceDigest {
+		return c, ReasonSourceDigest, nil
+	}
+	if p.RestrictedRef != req.SourceDigest {
+		return c, ReasonRestrictedRef, nil
+	}
+
+	if c.planDigest, err = receipts.DigestCanonical(p); err != nil {
+		return c, "", fmt.Errorf("egress: seal: plan digest: %w", err)
+	}
+	if v.PlanDigest != c.planDigest {
+		return c, ReasonPlanDigest, nil
+	}
+	for i := range rs {
+		if rs[i].PlanDigest != c.planDigest {
+			return c, ReasonPlanDigest, nil
+		}
+	}
+	if p.VocabularyDigest == "" || v.VocabularyDigest != p.VocabularyDigest {
+		return c, ReasonVocabularyDigest, nil
+	}
+	for i := range rs {
+		if rs[i].VocabularyDigest != p.VocabularyDigest {
+			return c, ReasonVocabularyDigest, nil
+		}
+	}
+
+	// The chain: indexed in order, each receipt's parents are the digests
+	// of every earlier receipt, each input is the previous output, the
+	// first input is the source, one label throughout.
+	if len(rs) == 0 {
+		return c, ReasonReceiptChain, nil
+	}
+	digests := make([]string, 0, len(rs))
+	for i := range rs {
+		r := &rs[i]
+		if r.Index != i || r.LabelDigest != rs[0].LabelDigest || !slices.Equal(r.Parents, digests) {
+			return c, ReasonReceiptChain, nil
+		}
+		if (i == 0 && r.InputDigest != req.SourceDigest) || (i > 0 && r.InputDigest != rs[i-1].OutputDigest) {
+			return c, ReasonReceiptChain, nil
+		}
+		if r.Terminal != (i == len(rs)-1) {
+			return c, ReasonTerminal, nil
+		}
+		d, err := r.Digest()
+		if err != nil {
+			return c, "", fmt.Errorf("egress: seal: receipt %d digest: %w", i, err)
+		}
+		digests = append(digests, d)
+	}
+	last := &rs[len(rs)-1]
+	if last.OutputDigest != c.exportDigest || last.ExportDigest != c.exportDigest {
+		return c, ReasonTerminal, nil
+	}
+	c.receiptsDigest = digests[len(digests)-1]
+	if v.ReceiptsDigest != c.receiptsDigest {
+		return c, ReasonReceiptsDigest, nil
+	}
+	if c.verificationDigest, err = receipts.DigestCanonical(v); err != nil {
+		return c, "", fmt.Errorf("egress: seal: verification digest: %w", err)
+	}
+	return c, "", nil
+}
+
+// passed reports whether v is a pass verdict naming every claim, in order,
+// each holding.
+func passed(v *receipts.Verification) bool {
+	if v.Verdict != "pass" || len(v.Claims) != len(verifierClaims) {
+		return false
+	}
+	for i, cl := range v.Claims {
+		if cl.Name != verifierClaims[i] || !cl.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// refuseSeal journals a seal refusal and returns it. No digest is
+// journaled: an export that was not sealed is not known to be public.
+func (a *Authority) refuseSeal(reason string, now time.Time) error {
+	e := &Error{Op: "seal", Code: receipts.PlanMismatch, Reason: reason, EventID: receipts.NewEventID()}
+	jerr := a.journal.Append(Entry{
+		EventID: e.EventID, Time: now.UTC(), Kind: "refusal", Command: "seal",
+		Codes: []receipts.Code{e.Code}, Reason: reason,
+	})
+	if jerr != nil {
+		return errors.Join(e, fmt.Errorf("egress: refusal not recorded: %w", jerr))
+	}
+	return e
+}
+
+// Admit decides whether body may be sent now to target for consumer under
+// the seal eventID. It admits only the sealed export's exact bytes, to the
+// plan's exact target and consumer, before expiry, within max_uses. Each
+// call is a fresh EgressDecision@1 with its own event id; an admission
+// consumes one use, a refusal none. Every decision is journaled before it
+// is returned.
+//
+// A refusal returns the refusal decision and an *Error with the same code
+// and reason. If the journal cannot record an admission, the admission does
+// not happen: Admit returns a zero decision, an error that is not an *Error,
+// and the use is not consumed.
+//
+// BodyDigest is set only when it is the sealed export's digest: a digest of
+// other bytes is never recorded, since those bytes are not known to be
+// public.
+func (a *Authority) Admit(eventID string, body []byte, target string, consumer receipts.Consumer) (receipts.EgressDecision, error) {
+	now := a.now()
+	bodyDigest := receipts.SHA256(body)
+
+	a.mu.Lock()
+	s := a.seals[eventID]
+	_, denied := a.denied[bodyDigest] // a body that passes has the seal's digest
+	a.mu.Unlock()
+
+	d := receipts.EgressDecision{
+		Schema:    receipts.SchemaEgress,
+		EventID:   receipts.NewEventID(),
+		Target:    target,
+		Consumer:  consumer,
+		DecidedAt: now.UTC().Format(time.RFC3339Nano),
+	}
+	if s == nil {
+		reason := ReasonNoSeal
+		if denied {
+			reason = ReasonLocalOnly
+		}
+		return a.refuseAdmit(d, nil, receipts.PlanMismatch, reason, now)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d.Seal, d.MaxUses = s.id, s.maxUses
+	if bodyDigest == s.digest {
+		d.BodyDigest = s.digest
+	}
+	switch {
+	case denied:
+		return a.refuseAdmit(d, s, receipts.PlanMismatch, ReasonLocalOnly, now)
+	case bodyDigest != s.digest:
+		return a.refuseAdmit(d, s, receipts.PlanMismatch, ReasonBody, now)
+	case target != s.target:
+		return a.refuseAdmit(d, s, receipts.PlanMismatch, ReasonTarget, now)
+	case consumer != s.consumer:
+		return a.refuseAdmit(d, s, receipts.PlanMismatch, ReasonConsumer, now)
+	case !now.Before(s.expiry):
+		return a.refuseAdmit(d, s, receipts.PlanMismatch, ReasonExpired, now)
+	case s.used >= s.maxUses:
+		return a.refuseAdmit(d, s, receipts.LimitExceeded, ReasonUsesExhausted, now)
+	}
+
+	d.Admit, d.Use = true, s.used+1
+	if err := a.journal.Append(Entry{
+		EventID: d.EventID, Time: now.UTC(), Kind: "admit", Command: "admit",
+		Seal: s.id, Digest: s.digest, Use: d.Use,
+	}); err != nil {
+		return receipts.EgressDecision{}, fmt.Errorf("egress: admission not recorded, not admitted: %w", err)
+	}
+	s.used = d.Use
+	return d, nil
+}
+
+// refuseAdmit completes, journals and returns a refusal decision. s is nil
+// when no seal was found; otherwise its lock is held.
+func (a *Authority) refuseAdmit(d receipts.EgressDecision, s *seal, code receipts.Code, reason string, now time.Time) (receipts.EgressDecision, error) {
+	d.Admit, d.Use, d.Code, d.Reason = false, 0, code, reason
+	e := &Error{Op: "admit", Code: code, Reason: reason, EventID: d.EventID}
+	ent := Entry{
+		EventID: d.EventID, Time: now.UTC(), Kind: "refusal", Command: "admit",
+		Codes: []receipts.Code{code}, Reason: reason,
+	}
+	if s != nil {
+		ent.Seal, ent.Digest = s.id, s.digest
+	}
+	if jerr := a.journal.Append(ent); jerr != nil {
+		return d, errors.Join(e, fmt.Errorf("egress: refusal not recorded: %w", jerr))
+	}
+	return d, e
+}
