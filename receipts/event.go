@@ -15,6 +15,9 @@ type Reason struct {
 	Line   int    `json:"line"`
 	Column int    `json:"column"`
 	Length int    `json:"length"`
+	// Path is the JSON path of a refused value in a returned answer
+	// (rehydration refusals only), e.g. `$.findings[2].owner`.
+	Path string `json:"path,omitempty"`
 }
 
 // Refusal is the refusal document of SPEC §12.
