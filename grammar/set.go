@@ -7,18 +7,23 @@ import (
 )
 
 // strset is an immutable open-addressing hash set of byte strings, built once
-// from a vocabulary. Lookups hash the probe with xxhash and compare at most a
-// few candidates, so a lookup is O(1) in the size of the vocabulary and O(n) in
-// the length of the probe. It never allocates on lookup.
+// from a vocabulary. A probe hashes the candidate with xxhash and compares
+// bytes only where the full 64-bit hash and the length agree; a hash match is
+// never trusted on its own. Lookups are O(1) in the size of the vocabulary,
+// O(n) in the length of the probe, and never allocate. Keys live in one
+// contiguous buffer for cache locality.
 type strset struct {
 	mask  uint64
 	slots []slot
-	keys  [][]byte
+	data  []byte     // all keys, concatenated
+	keys  [][]byte   // keys[i] aliases data
+	offs  [][2]int32 // offset and length of keys[i] in data
 }
 
 type slot struct {
 	hash uint64
 	idx  int32 // index into keys, plus one; 0 marks an empty slot
+	n    int32 // key length
 }
 
 func newStrset(keys [][]byte) *strset {
@@ -26,25 +31,37 @@ func newStrset(keys [][]byte) *strset {
 	for n < 2*len(keys) {
 		n <<= 1
 	}
-	s := &strset{mask: uint64(n - 1), slots: make([]slot, n)}
+	total := 0
+	for _, k := range keys {
+		total += len(k)
+	}
+	s := &strset{mask: uint64(n - 1), slots: make([]slot, n), data: make([]byte, 0, total)}
 	for _, k := range keys {
 		s.insert(k)
+	}
+	s.keys = make([][]byte, len(s.offs))
+	for i, o := range s.offs {
+		s.keys[i] = s.data[o[0] : o[0]+o[1] : o[0]+o[1]]
 	}
 	return s
 }
 
-// insert adds k if absent and returns its index.
-func (s *strset) insert(k []byte) int32 {
+// insert adds k if absent. Used only while building.
+func (s *strset) insert(k []byte) {
 	h := xxhash.Sum64(k)
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
 		sl := &s.slots[i]
 		if sl.idx == 0 {
-			s.keys = append(s.keys, k)
-			sl.hash, sl.idx = h, int32(len(s.keys))
-			return sl.idx - 1
+			s.offs = append(s.offs, [2]int32{int32(len(s.data)), int32(len(k))})
+			s.data = append(s.data, k...)
+			sl.hash, sl.idx, sl.n = h, int32(len(s.offs)), int32(len(k))
+			return
 		}
-		if sl.hash == h && bytes.Equal(s.keys[sl.idx-1], k) {
-			return sl.idx - 1
+		if sl.hash == h && int(sl.n) == len(k) {
+			o := s.offs[sl.idx-1]
+			if bytes.Equal(s.data[o[0]:o[0]+o[1]], k) {
+				return
+			}
 		}
 	}
 }
@@ -53,16 +70,19 @@ func (s *strset) insert(k []byte) int32 {
 func (s *strset) lookup(k []byte) int32 {
 	h := xxhash.Sum64(k)
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
-		sl := s.slots[i]
+		sl := &s.slots[i]
 		if sl.idx == 0 {
 			return -1
 		}
-		if sl.hash == h && bytes.Equal(s.keys[sl.idx-1], k) {
-			return sl.idx - 1
+		if sl.hash == h && int(sl.n) == len(k) {
+			o := s.offs[sl.idx-1]
+			if string(s.data[o[0]:o[0]+o[1]]) == string(k) {
+				return sl.idx - 1
+			}
 		}
 	}
 }
 
 func (s *strset) has(k []byte) bool { return s.lookup(k) >= 0 }
 
-func (s *strset) len() int { return len(s.keys) }
+func (s *strset) len() int { return len(s.offs) }

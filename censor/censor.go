@@ -1,0 +1,275 @@
+package censor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// Revisions of the two stages; they appear in every receipt.
+const (
+	RevisionCensor = "censor/1"
+	RevisionExport = "export/1"
+)
+
+// Pair is one distinct owner value of a cut: its category and its decoded value.
+type Pair struct {
+	Category grammar.Category
+	Value    []byte
+}
+
+// TokenSource issues the tokens of a cut: one per distinct pair, in the order
+// given. Pairs arrive in order of first appearance.
+type TokenSource interface {
+	Mode() string // receipts.ModeIrreversible or receipts.ModeReversible
+	Issue(ctx context.Context, pairs []Pair) ([]string, error)
+}
+
+// Irreversible is the token source of irreversible cuts: the n-th distinct
+// value of a category becomes `redacted:<category>:<n>`. It keeps nothing.
+type Irreversible struct{}
+
+var _ TokenSource = Irreversible{}
+
+func (Irreversible) Mode() string { return receipts.ModeIrreversible }
+
+func (Irreversible) Issue(_ context.Context, pairs []Pair) ([]string, error) {
+	var n [16]int
+	out := make([]string, len(pairs))
+	for i, p := range pairs {
+		n[p.Category]++
+		out[i] = "redacted:" + p.Category.String() + ":" + strconv.Itoa(n[p.Category])
+	}
+	return out, nil
+}
+
+// Input is everything one cut needs.
+type Input struct {
+	Doc        *grammar.Document
+	Vocabulary *grammar.Vocabulary
+	Plan       *receipts.Plan
+	Key        *receipts.EvidenceKey
+	Tokens     TokenSource // nil: Irreversible
+	Limits     grammar.Limits
+}
+
+// Output is a prepared cut.
+type Output struct {
+	Export          []byte // canonical Export@1
+	ExportDigest    string
+	SourceDigest    string
+	ManifestDigest  string
+	CandidateDigest string
+	LabelDigest     string
+	PlanDigest      string
+	Receipts        []receipts.TransformationReceipt
+	Label           grammar.Label
+	Stats           grammar.Stats
+	Pairs           int // distinct owner values
+}
+
+// RefusedError is a cut refused by policy: the grammar, the lineage rules or
+// the plan. It carries positions and codes only.
+type RefusedError struct {
+	Refusals []grammar.Refusal
+	Field    string // for plan refusals: the plan field that did not match
+}
+
+func (e *RefusedError) Error() string {
+	if len(e.Refusals) == 0 {
+		return "censor: refused"
+	}
+	r := e.Refusals[0]
+	msg := "censor: refused: " + r.Where() + ": " + string(r.Code)
+	if e.Field != "" {
+		msg = "censor: refused: plan " + e.Field + ": " + string(r.Code)
+	}
+	if len(e.Refusals) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(e.Refusals)-1)
+	}
+	return msg
+}
+
+func planRefusal(code receipts.Code, field string) *RefusedError {
+	return &RefusedError{Refusals: []grammar.Refusal{{Code: code, Part: -1, Kind: "plan"}}, Field: field}
+}
+
+// ErrNoKey is returned when no evidence key is given.
+var ErrNoKey = errors.New("censor: no evidence key")
+
+type ownerRef struct {
+	part, off, n int32
+	pair         int32
+}
+
+// Cut applies the censor. A *RefusedError means the input was refused by
+// policy; any other error is operational (for example the token source failed).
+func Cut(ctx context.Context, in Input) (*Output, error) {
+	if in.Key == nil {
+		return nil, ErrNoKey
+	}
+	src := in.Tokens
+	if src == nil {
+		src = Irreversible{}
+	}
+	plan := in.Plan
+	if plan == nil {
+		return nil, errors.New("censor: no plan")
+	}
+	allowed, err := CheckPlan(plan, in.Vocabulary, src.Mode())
+	if err != nil {
+		return nil, err
+	}
+	out := &Output{}
+	if out.PlanDigest, err = receipts.DigestCanonical(plan); err != nil {
+		return nil, err
+	}
+	out.ManifestDigest, err = ManifestDigest(in.Doc, in.Key)
+	if err != nil {
+		return nil, err
+	}
+	if out.ManifestDigest != plan.ManifestDigest {
+		return nil, planRefusal(receipts.PlanMismatch, "manifest_digest")
+	}
+
+	// Parse everything, collecting owner spans and distinct pairs.
+	parser := grammar.NewParser(in.Vocabulary, grammar.Options{Limits: in.Limits, Allowed: allowed})
+	var refs []ownerRef
+	var pairs []Pair
+	var index [16]map[string]int32
+	res := grammar.Check(in.Doc, parser, plan.MaxParents, func(part int, s grammar.Span) {
+		if s.Kind != grammar.SpanOwner {
+			return
+		}
+		raw := in.Doc.Parts[part].Text[s.Off : s.Off+s.Len]
+		m := index[s.Category]
+		if m == nil {
+			m = map[string]int32{}
+			index[s.Category] = m
+		}
+		id, ok := m[string(raw)]
+		if !ok {
+			id = int32(len(pairs))
+			m[string(raw)] = id
+			pairs = append(pairs, Pair{Category: s.Category, Value: grammar.Unescape(raw)})
+		}
+		refs = append(refs, ownerRef{part: int32(part), off: int32(s.Off), n: int32(s.Len), pair: id})
+	})
+	if !res.OK() {
+		return nil, &RefusedError{Refusals: res.Refusals}
+	}
+	if err := checkUtility(plan, res.Stats); err != nil {
+		return nil, err
+	}
+	out.Stats, out.Label, out.Pairs = res.Stats, res.Label, len(pairs)
+
+	tokens, err := src.Issue(ctx, pairs)
+	if err != nil {
+		return nil, fmt.Errorf("censor: token source: %w", err)
+	}
+	if len(tokens) != len(pairs) {
+		return nil, errors.New("censor: token source returned the wrong number of tokens")
+	}
+	for _, t := range tokens {
+		if !tokenSafe(t) {
+			return nil, errors.New("censor: token source returned a token outside [A-Za-z0-9._:-]")
+		}
+	}
+
+	// Build the export and the candidate digest in one pass.
+	exp := newExportWriter(in.Doc)
+	next := 0
+	for pi := range in.Doc.Parts {
+		text := in.Doc.Parts[pi].Text
+		exp.beginPart(pi)
+		prev := 0
+		for next < len(refs) && int(refs[next].part) == pi {
+			r := refs[next]
+			exp.text(text[prev:r.off])
+			exp.text([]byte(tokens[r.pair]))
+			prev = int(r.off + r.n)
+			next++
+		}
+		exp.text(text[prev:])
+		exp.endPart()
+	}
+	out.Export = exp.finish()
+	out.ExportDigest = receipts.SHA256(out.Export)
+	out.CandidateDigest = exp.candidateDigest(in.Key)
+
+	canon, err := in.Doc.Canonical()
+	if err != nil {
+		return nil, err
+	}
+	out.SourceDigest = in.Key.HMAC(canon)
+	if out.LabelDigest, err = LabelDigest(out.Label, in.Key); err != nil {
+		return nil, err
+	}
+	if out.Receipts, err = chain(out, in.Vocabulary.Digest(), len(in.Doc.Parts)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// tokenSafe reports whether t is a non-empty token of [A-Za-z0-9._:-]: such a
+// token can sit inside owner quotes without escaping.
+func tokenSafe(t string) bool {
+	if t == "" {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkUtility refuses a cut that would carry nothing its declared task needs:
+// with preserve-diagnostics among the invariants, at least one finding record
+// must be disclosed (SPEC §5, LOST_UTILITY).
+func checkUtility(plan *receipts.Plan, st grammar.Stats) error {
+	for _, inv := range plan.Invariants {
+		if inv == "preserve-diagnostics" && st.Findings == 0 {
+			return planRefusal(receipts.LostUtility, "invariants")
+		}
+	}
+	return nil
+}
+
+// chain builds the two receipts of DESIGN.md.
+func chain(o *Output, vocabDigest string, parts int) ([]receipts.TransformationReceipt, error) {
+	var ops []receipts.Operation
+	for _, c := range grammar.Categories() {
+		if n := o.Stats.Owners[c]; n > 0 {
+			ops = append(ops, receipts.Operation{Op: "replace-owner", Category: c.String(), Count: n})
+		}
+	}
+	if ops == nil {
+		ops = []receipts.Operation{}
+	}
+	r0 := receipts.TransformationReceipt{
+		Schema: receipts.SchemaTransformation, Stage: "censor", Revision: RevisionCensor, Index: 0,
+		InputDigest: o.SourceDigest, OutputDigest: o.CandidateDigest,
+		PlanDigest: o.PlanDigest, VocabularyDigest: vocabDigest, LabelDigest: o.LabelDigest,
+		Parents: []string{}, Operations: ops,
+	}
+	d0, err := r0.Digest()
+	if err != nil {
+		return nil, err
+	}
+	r1 := receipts.TransformationReceipt{
+		Schema: receipts.SchemaTransformation, Stage: "export", Revision: RevisionExport, Index: 1,
+		InputDigest: o.CandidateDigest, OutputDigest: o.ExportDigest,
+		PlanDigest: o.PlanDigest, VocabularyDigest: vocabDigest, LabelDigest: o.LabelDigest,
+		Parents:    []string{d0},
+		Operations: []receipts.Operation{{Op: "drop-metadata", Category: "part", Count: parts}},
+		Terminal:   true, ExportDigest: o.ExportDigest,
+	}
+	return []receipts.TransformationReceipt{r0, r1}, nil
+}

@@ -1,0 +1,332 @@
+package censor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/receipts"
+)
+
+const canary = "CANARY-5d1e-ledger"
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func testKey(t testing.TB, b byte) *receipts.EvidenceKey {
+	t.Helper()
+	k, err := receipts.NewEvidenceKey(bytes.Repeat([]byte{b}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func exampleInputs(t testing.TB) (*grammar.Document, *grammar.Vocabulary) {
+	t.Helper()
+	vd, err := os.ReadFile("../examples/vocabulary.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := grammar.LoadVocabulary(vd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := os.ReadFile("../examples/projection.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, refs := grammar.LoadProjection(pd, grammar.LoadOptions{})
+	if refs != nil {
+		t.Fatal(refs)
+	}
+	return d, v
+}
+
+func plan(t testing.TB, d *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceKey) *receipts.Plan {
+	t.Helper()
+	p, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "triage-bot"},
+		Purpose: "dependency-triage", Target: "https://model.example/v1/answer", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func cut(t testing.TB, d *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceKey) *Output {
+	t.Helper()
+	out, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: plan(t, d, v, k), Key: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestCutExample(t *testing.T) {
+	d, v := exampleInputs(t)
+	k := testKey(t, 1)
+	out := cut(t, d, v, k)
+
+	canon, err := receipts.Canonicalize(out.Export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(canon, out.Export) {
+		t.Fatalf("export is not canonical:\n%s\n%s", out.Export, canon)
+	}
+	if out.ExportDigest != receipts.SHA256(out.Export) {
+		t.Fatal("export digest")
+	}
+	var exp struct {
+		Profile string `json:"profile"`
+		Parts   []struct {
+			Kind string `json:"kind"`
+			Text string `json:"text"`
+		} `json:"parts"`
+	}
+	if err := receipts.Unmarshal(out.Export, &exp, receipts.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := `ask triage.explain-reachability owner.function="redacted:function:1"` + "\n"
+	if exp.Profile != "closed-diagnostic@1" || len(exp.Parts) != 3 || exp.Parts[1].Kind != "history" || exp.Parts[1].Text != want {
+		t.Fatalf("export %+v", exp)
+	}
+	first := strings.SplitN(exp.Parts[0].Text, "\n", 2)[0]
+	wantFirst := `finding GO-2022-1059 golang.org/x/text@v0.3.7 affected fixed=v0.3.8 https://go.dev/issue/56152 owner.module="redacted:module:1" owner.package="redacted:package:1" owner.function="redacted:function:1" owner.file="redacted:file:1" owner.team="redacted:team:1"`
+	if first != wantFirst {
+		t.Fatalf("first record\n got %s\nwant %s", first, wantFirst)
+	}
+	// The same module value later gets the same token; the next distinct one the next number.
+	if !strings.Contains(exp.Parts[0].Text, `https://go.dev/cl/442235 owner.module="redacted:module:1"`) ||
+		!strings.Contains(exp.Parts[0].Text, `owner.module="redacted:module:2"`) {
+		t.Fatalf("token numbering:\n%s", exp.Parts[0].Text)
+	}
+	for _, p := range d.Parts {
+		for _, line := range strings.Split(string(p.Text), "\n") {
+			for _, f := range strings.Split(line, `"`)[1:] {
+				if strings.HasPrefix(f, " owner.") || f == "" {
+					continue
+				}
+				if bytes.Contains(out.Export, []byte(`"`+f+`\"`)) || bytes.Contains(out.Export, []byte(f)) && len(f) > 12 {
+					t.Errorf("owner value %q survived into the export", f)
+				}
+			}
+		}
+	}
+	// Keys, labels and lineage never reach the export.
+	for _, local := range []string{"scan/govulncheck", "ns/payments", "no-training", "sha256:4f1c", "lineage", "label"} {
+		if bytes.Contains(out.Export, []byte(local)) {
+			t.Errorf("export holds local metadata %q", local)
+		}
+	}
+	if len(out.Receipts) != 2 || !out.Receipts[1].Terminal || out.Receipts[1].ExportDigest != out.ExportDigest {
+		t.Fatalf("receipts %+v", out.Receipts)
+	}
+	d0, _ := out.Receipts[0].Digest()
+	if diff := cmp.Diff([]string{d0}, out.Receipts[1].Parents); diff != "" {
+		t.Fatal(diff)
+	}
+	wantOps := []receipts.Operation{{"replace-owner", "module", 4}, {"replace-owner", "package", 2}, {"replace-owner", "function", 2},
+		{"replace-owner", "file", 1}, {"replace-owner", "team", 2}, {"replace-owner", "person", 1}, {"replace-owner", "host", 1}}
+	if diff := cmp.Diff(wantOps, out.Receipts[0].Operations); diff != "" {
+		t.Fatalf("operations (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeterminism: same inputs twice give byte-identical export, receipts and
+// digests; reordered and reformatted JSON gives the same digests.
+func TestDeterminism(t *testing.T) {
+	d, v := exampleInputs(t)
+	k := testKey(t, 1)
+	a, b := cut(t, d, v, k), cut(t, d, v, k)
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Fatalf("two runs differ:\n%s", diff)
+	}
+	// Reformat the projection: compact, keys in another order.
+	raw, _ := os.ReadFile("../examples/projection.json")
+	var tree any
+	if err := receipts.Unmarshal(raw, &tree, receipts.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	compact, err := receipts.Marshal(tree) // canonical: keys sorted, no white space
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(compact, raw) {
+		t.Fatal("reformatting changed nothing")
+	}
+	d2, refs := grammar.LoadProjection(compact, grammar.LoadOptions{})
+	if refs != nil {
+		t.Fatal(refs)
+	}
+	c := cut(t, d2, v, k)
+	if diff := cmp.Diff(a, c); diff != "" {
+		t.Fatalf("reformatted projection gives a different cut:\n%s", diff)
+	}
+}
+
+// TestKeyedDigests: every digest of source-derived material changes with the
+// evidence key; the export digest does not.
+func TestKeyedDigests(t *testing.T) {
+	d, v := exampleInputs(t)
+	a, b := cut(t, d, v, testKey(t, 1)), cut(t, d, v, testKey(t, 2))
+	for name, pair := range map[string][2]string{
+		"source":    {a.SourceDigest, b.SourceDigest},
+		"manifest":  {a.ManifestDigest, b.ManifestDigest},
+		"label":     {a.LabelDigest, b.LabelDigest},
+		"candidate": {a.CandidateDigest, b.CandidateDigest},
+	} {
+		if pair[0] == pair[1] || !strings.HasPrefix(pair[0], receipts.PrefixHMAC) {
+			t.Errorf("%s digest is not keyed: %s / %s", name, pair[0], pair[1])
+		}
+	}
+	if a.ExportDigest != b.ExportDigest || !bytes.Equal(a.Export, b.Export) {
+		t.Error("export depends on the evidence key")
+	}
+}
+
+func TestPlanMismatch(t *testing.T) {
+	d, v := exampleInputs(t)
+	k := testKey(t, 1)
+	tests := []struct {
+		field  string
+		mutate func(p *receipts.Plan)
+		code   receipts.Code
+	}{
+		{"manifest_digest", func(p *receipts.Plan) { p.ManifestDigest = "hmac-sha256:00" }, receipts.PlanMismatch},
+		{"vocabulary_digest", func(p *receipts.Plan) { p.VocabularyDigest = "sha256:00" }, receipts.PlanMismatch},
+		{"mode", func(p *receipts.Plan) { p.Mode = receipts.ModeReversible }, receipts.PlanMismatch},
+		{"target", func(p *receipts.Plan) { p.Target = "ftp://model.example/" }, receipts.PlanMismatch},
+		{"consumer", func(p *receipts.Plan) { p.Consumer.ID = "" }, receipts.PlanMismatch},
+		{"purpose", func(p *receipts.Plan) { p.Purpose = "" }, receipts.PlanMismatch},
+		{"max_uses", func(p *receipts.Plan) { p.MaxUses = 0 }, receipts.PlanMismatch},
+		{"invariants", func(p *receipts.Plan) { p.Invariants = p.Invariants[1:] }, receipts.PlanMismatch},
+		{"categories", func(p *receipts.Plan) { p.Categories.Allowed = append(p.Categories.Allowed, "credential") }, receipts.PlanMismatch},
+		{"categories", func(p *receipts.Plan) { p.Categories.Prohibited = []string{} }, receipts.PlanMismatch},
+		{"policy_revision", func(p *receipts.Plan) { p.PolicyRevision = "other/9" }, receipts.PlanMismatch},
+		{"expires_at", func(p *receipts.Plan) { p.ExpiresAt = "tomorrow" }, receipts.PlanMismatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			p := plan(t, d, v, k)
+			tt.mutate(p)
+			_, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: p, Key: k})
+			var re *RefusedError
+			if !errors.As(err, &re) || re.Refusals[0].Code != tt.code || re.Field != tt.field {
+				t.Fatalf("err = %v, want %s on %s", err, tt.code, tt.field)
+			}
+			if re.Refusals[0].Part != -1 || re.Refusals[0].Kind != "plan" {
+				t.Fatalf("position %+v", re.Refusals[0])
+			}
+		})
+	}
+}
+
+func TestProhibitedByPlan(t *testing.T) {
+	d, v := exampleInputs(t)
+	k := testKey(t, 1)
+	p, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"}, Purpose: "p",
+		Target: "https://m.example/", Now: now, Allowed: []grammar.Category{grammar.CategoryModule}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: p, Key: k})
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Refusals[0].Code != receipts.ProhibitedCategory {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), "PROHIBITED_CATEGORY") || strings.Contains(err.Error(), "payments") {
+		t.Fatalf("error text %q", err)
+	}
+}
+
+func TestLostUtility(t *testing.T) {
+	_, v := exampleInputs(t)
+	doc := `{"schema":"Projection@1","profile":"closed-diagnostic@1","parts":[{"kind":"query","key":"q","text":"ask triage.rank-by-severity owner.team=\"` + canary + `\"\n","label":{"class":"private","weight":1,"categories":[],"subjects":[],"parents":["p"],"handling":[]},"lineage":["l"]}]}`
+	d, refs := grammar.LoadProjection([]byte(doc), grammar.LoadOptions{})
+	if refs != nil {
+		t.Fatal(refs)
+	}
+	k := testKey(t, 1)
+	_, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: plan(t, d, v, k), Key: k})
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Refusals[0].Code != receipts.LostUtility || strings.Contains(err.Error(), canary) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestGrammarRefusalRefusesWholeCut(t *testing.T) {
+	_, v := exampleInputs(t)
+	doc := `{"schema":"Projection@1","profile":"closed-diagnostic@1","parts":[{"kind":"block","key":"b","text":"finding GO-2022-1059 golang.org/x/text@v0.3.7 affected https://go.dev/issue/56152 owner.module=\"` + canary + `\"\nsee ` + canary + `\n","label":{"class":"private","weight":1,"categories":[],"subjects":[],"parents":["p"],"handling":[]},"lineage":["l"]}]}`
+	d, refs := grammar.LoadProjection([]byte(doc), grammar.LoadOptions{})
+	if refs != nil {
+		t.Fatal(refs)
+	}
+	k := testKey(t, 1)
+	out, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: plan(t, d, v, k), Key: k})
+	var re *RefusedError
+	if out != nil || !errors.As(err, &re) || re.Refusals[0].Code != receipts.UncoveredText || re.Refusals[0].Line != 2 {
+		t.Fatalf("out %v err %v", out, err)
+	}
+	if strings.Contains(err.Error(), canary) {
+		t.Fatal("error echoes input")
+	}
+}
+
+type fakeSource struct{ tokens map[string]string }
+
+func (fakeSource) Mode() string { return receipts.ModeReversible }
+func (f fakeSource) Issue(_ context.Context, pairs []Pair) ([]string, error) {
+	out := make([]string, len(pairs))
+	for i, p := range pairs {
+		out[i] = f.tokens[p.Category.String()+"/"+string(p.Value)]
+		if out[i] == "" {
+			out[i] = "pcv:aaaaaaaaaa:" + p.Category.String() + ":bbbbbbbbbbbbbbbbbbb" + string(rune('a'+i%26))
+		}
+	}
+	return out, nil
+}
+
+func TestTokenSource(t *testing.T) {
+	d, v := exampleInputs(t)
+	k := testKey(t, 1)
+	p, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"}, Purpose: "p",
+		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: p, Key: k, Tokens: fakeSource{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out.Export, []byte(`owner.person=\"pcv:aaaaaaaaaa:person:`)) || bytes.Contains(out.Export, []byte("redacted:")) {
+		t.Fatalf("export %s", out.Export)
+	}
+	bad := fakeSource{tokens: map[string]string{"person/Dana Okafor": `pcv:x"y`}}
+	if _, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: p, Key: k, Tokens: bad}); err == nil {
+		t.Fatal("an unsafe token was accepted")
+	}
+	// An irreversible plan with a reversible source is a mode mismatch.
+	if _, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: plan(t, d, v, k), Key: k, Tokens: fakeSource{}}); err == nil {
+		t.Fatal("mode mismatch accepted")
+	}
+}
+
+func TestEscaping(t *testing.T) {
+	for _, s := range []string{"plain", "a\"b\\c\nd\te\x01\x1f", "é ü 決済", "\u2028<>&"} {
+		got := appendString(nil, []byte(s))
+		want, err := receipts.Canonicalize(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%q: got %s, canonical %s", s, got, want)
+		}
+	}
+}
