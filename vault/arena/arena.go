@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/bits"
 	"runtime"
 	"strconv"
 	"sync"
@@ -265,33 +266,38 @@ func (a *Arena) Alloc(n int) (*Secret, error) {
 	return &Secret{a: a, off: i * a.slot, n: n, span: k * a.slot}, nil
 }
 
-// find returns the first index of k contiguous free slots, or -1.
+// find returns the first index of k contiguous free slots, or -1. It works a
+// 64-slot bitmap word at a time: a run crossing into the word is its leading
+// free bits joined to the previous word's trailing ones, and a run inside the
+// word is found by and-ing the free mask with itself shifted (log k steps).
 func (a *Arena) find(k int) int {
-	run := 0
-	for i := a.low; i < a.nslots; i++ {
-		if i&63 == 0 {
-			switch w := a.bits[i>>6]; {
-			case w == ^uint64(0):
-				run = 0
-				i += 63
-				continue
-			case w == 0 && i+64 <= a.nslots:
-				if run+64 >= k {
-					return i - run
-				}
-				run += 64
-				i += 63
-				continue
-			}
+	run := 0 // free slots just before word wi
+	for wi := a.low >> 6; wi < len(a.bits); wi++ {
+		free := ^a.bits[wi]
+		if tail := a.nslots - wi*64; tail < 64 {
+			free &= 1<<uint(tail) - 1 // slots past the arena's end are never free
 		}
-		if a.bits[i>>6]&(1<<(i&63)) != 0 {
-			run = 0
+		if free == ^uint64(0) {
+			if run += 64; run >= k {
+				return wi*64 + 64 - run
+			}
 			continue
 		}
-		run++
-		if run == k {
-			return i - k + 1
+		if lead := bits.TrailingZeros64(^free); run+lead >= k {
+			return wi*64 - run
 		}
+		if k <= 64 {
+			m := free // bit p set: slots p … p+r-1 are free
+			for r := 1; r < k && m != 0; {
+				s := min(r, k-r)
+				m &= m >> uint(s)
+				r += s
+			}
+			if m != 0 {
+				return wi*64 + bits.TrailingZeros64(m)
+			}
+		}
+		run = bits.LeadingZeros64(^free)
 	}
 	return -1
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"runtime"
 	"sync"
@@ -765,5 +766,44 @@ func BenchmarkAllocFragmented(b *testing.B) {
 			b.Fatal(err)
 		}
 		s.Wipe()
+	}
+}
+
+// TestFindMatchesNaive checks the run-skipping first-fit search against a
+// bit-by-bit reference on random bitmaps, including arenas whose slot count
+// is not a multiple of 64.
+func TestFindMatchesNaive(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	naive := func(a *Arena, k int) int {
+		run := 0
+		for i := 0; i < a.nslots; i++ {
+			if a.bits[i>>6]&(1<<(i&63)) != 0 {
+				run = 0
+				continue
+			}
+			if run++; run == k {
+				return i - k + 1
+			}
+		}
+		return -1
+	}
+	for iter := range 2000 {
+		n := 1 + rng.IntN(300)
+		a := &Arena{nslots: n, bits: make([]uint64, (n+63)/64)}
+		density := rng.Float64()
+		for i := range n {
+			if rng.Float64() < density {
+				a.setBits(i, 1, true)
+			}
+		}
+		// Keep the invariant the search relies on: every slot below low is
+		// in use.
+		a.low = rng.IntN(n + 1)
+		a.setBits(0, a.low, true)
+		for _, k := range []int{1, 2, 3, 7, 63, 64, 65, 130, n, n + 1} {
+			if got, want := a.find(k), naive(a, k); got != want {
+				t.Fatalf("iteration %d, %d slots, density %.2f: find(%d) = %d, want %d", iter, n, density, k, got, want)
+			}
+		}
 	}
 }

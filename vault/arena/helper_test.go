@@ -96,7 +96,7 @@ func TestPanicTraceback(t *testing.T) {
 		if fallback {
 			fb = "1"
 		}
-		cmd.Env = append(withoutEnv(os.Environ(), "GOTRACEBACK"),
+		cmd.Env = append(childEnv(),
 			helperEnv+"="+mode, canaryEnv+"="+canary, kindEnv+"="+fb, "GOTRACEBACK=all")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -137,6 +137,14 @@ func TestPanicTraceback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// childEnv is this process's environment for a helper: without GOTRACEBACK
+// (each test sets its own), and with the race runtime's one-second exit
+// delay turned off (a no-op in builds without -race).
+func childEnv() []string {
+	env := withoutEnv(withoutEnv(os.Environ(), "GOTRACEBACK"), "GORACE")
+	return append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 }
 
 func withoutEnv(env []string, name string) []string {

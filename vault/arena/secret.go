@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -21,20 +22,16 @@ const redacted = "REDACTED"
 type Secret struct {
 	mu    sync.RWMutex // Reveal and Equal hold it shared; Fill and Wipe exclusively
 	a     *Arena
-	off   int // byte offset of the first slot
-	n     int // length in bytes
-	span  int // bytes of the slots it occupies
-	wiped bool
+	off   int         // byte offset of the first slot
+	n     int         // length in bytes
+	span  int         // bytes of the slots it occupies
+	wiped atomic.Bool // set under mu held exclusively; read without it by Len
 }
 
-// Len reports the secret's length in bytes, 0 once wiped.
+// Len reports the secret's length in bytes, 0 once wiped. It takes no lock,
+// so it may be called from inside the secret's own callbacks.
 func (s *Secret) Len() int {
-	if s == nil {
-		return 0
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.wiped {
+	if s == nil || s.wiped.Load() {
 		return 0
 	}
 	return s.n
@@ -55,7 +52,7 @@ func (s *Secret) access(op string) ([]byte, error) {
 	if s == nil || s.a == nil {
 		return nil, newError(op, -1, -1, ErrInvalid, nil)
 	}
-	if s.wiped {
+	if s.wiped.Load() {
 		return nil, newError(op, s.off, s.n, ErrWiped, nil)
 	}
 	r, err := s.a.acquire()
@@ -92,8 +89,9 @@ func (s *Secret) Fill(fn func(dst []byte) error) error {
 
 // Reveal calls fn with the secret's bytes. It is the only read access. fn
 // must not retain the slice, copy it to ordinary memory, convert it to a
-// string, or call Fill or Wipe on the same secret (that deadlocks). fn's error
-// is returned unchanged.
+// string, or call methods of the same secret other than Len and Slot (Fill
+// and Wipe deadlock; nested Reveal or Equal can deadlock behind a waiting
+// Wipe). fn's error is returned unchanged.
 func (s *Secret) Reveal(fn func([]byte) error) error {
 	if s == nil {
 		return newError("reveal", -1, -1, ErrInvalid, nil)
@@ -154,10 +152,10 @@ func (s *Secret) Wipe() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.wiped || s.a == nil {
+	if s.wiped.Load() || s.a == nil {
 		return
 	}
-	s.wiped = true
+	s.wiped.Store(true)
 	r, err := s.a.acquire()
 	if err != nil {
 		return

@@ -241,12 +241,20 @@ func helperCmd(t *testing.T, mode string, uid int, env ...string) *exec.Cmd {
 		bin = helperBinary(t)
 	}
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = append(withoutEnv(os.Environ(), "GOTRACEBACK"), append([]string{helperEnv + "=" + mode}, env...)...)
+	cmd.Env = append(childEnv(), append([]string{helperEnv + "=" + mode}, env...)...)
 	if uid >= 0 {
 		cmd.Dir = helperDir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
 	}
 	return cmd
+}
+
+// childEnv is this process's environment for a helper: without GOTRACEBACK
+// (each test sets its own), and with the race runtime's one-second exit
+// delay turned off (a no-op in builds without -race).
+func childEnv() []string {
+	env := withoutEnv(withoutEnv(os.Environ(), "GOTRACEBACK"), "GORACE")
+	return append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 }
 
 func withoutEnv(env []string, name string) []string {
