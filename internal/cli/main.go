@@ -1,9 +1,28 @@
 package cli
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/verifier"
+)
 
 // Main is the process entry point of cut: args includes the program name.
+// Before anything else the process is made undumpable (PR_SET_DUMPABLE 0,
+// RLIMIT_CORE 0): it holds projections with owner values in memory. Re-executed
+// with the hidden first argument __verifier-plugin, cut is the verifier plugin.
 func Main(ctx context.Context, args []string) int {
+	if len(args) > 1 && args[1] == pluginArg {
+		verifier.Harden = harden.Apply
+		verifier.Serve()
+		return 0
+	}
+	if err := harden.Apply(); err != nil {
+		fmt.Fprintf(os.Stderr, "cut: error: %v\n", err)
+		return ExitError
+	}
 	env := OSEnv()
 	if len(args) > 0 {
 		env.Args0 = args[0]

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/privacycut/privacycut/censor"
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/verifier"
+)
+
+// pluginArg is the hidden first argument with which cut re-executes itself
+// as the verifier plugin.
+const pluginArg = "__verifier-plugin"
+
+// evidenceKeyPath is --evidence-key, else $PRIVACYCUT_EVIDENCE_KEY, else
+// $XDG_DATA_HOME/privacycut/evidence.key, else
+// ~/.local/share/privacycut/evidence.key (receipts.DefaultEvidenceKeyPath,
+// read through the command's environment).
+func (c *Cmd) evidenceKeyPath(flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if p := c.Getenv("PRIVACYCUT_EVIDENCE_KEY"); p != "" {
+		return p, nil
+	}
+	if x := c.Getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "privacycut", "evidence.key"), nil
+	}
+	if h := c.Getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "share", "privacycut", "evidence.key"), nil
+	}
+	return receipts.DefaultEvidenceKeyPath()
+}
+
+func (c *Cmd) evidenceKey(flagValue string) (*receipts.EvidenceKey, error) {
+	p, err := c.evidenceKeyPath(flagValue)
+	if err != nil {
+		return nil, err
+	}
+	return receipts.LoadOrCreateEvidenceKey(p)
+}
+
+// loadPlan strictly decodes a DisclosurePlan@1 file.
+func loadPlan(path string) (*receipts.Plan, []byte, error) {
+	data, err := readFileCapped(path, 1<<20)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read plan: %w", err)
+	}
+	var p receipts.Plan
+	if err := receipts.Unmarshal(data, &p, receipts.Options{MaxBytes: 1 << 20}); err != nil {
+		return nil, nil, fmt.Errorf("plan: %w", err)
+	}
+	return &p, data, nil
+}
+
+func readFileCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	return data, nil
+}
+
+// inputs are the files a cut is made from.
+type inputs struct {
+	vocab      *grammar.Vocabulary
+	vocabBytes []byte
+	plan       *receipts.Plan
+	planBytes  []byte
+	source     []byte
+	doc        *grammar.Document
+	key        *receipts.EvidenceKey
+}
+
+// load reads vocabulary, plan, evidence key and projection; a projection
+// refused at load is returned as refusals, not an error.
+func (c *Cmd) load(vocabPath, planPath, keyPath, projPath string) (*inputs, []grammar.Refusal, error) {
+	in := &inputs{}
+	var err error
+	if in.vocabBytes, err = readFileCapped(vocabPath, grammar.MaxVocabularyBytes); err != nil {
+		return nil, nil, fmt.Errorf("read vocabulary: %w", err)
+	}
+	if in.vocab, err = grammar.LoadVocabulary(in.vocabBytes); err != nil {
+		return nil, nil, err
+	}
+	if planPath != "" {
+		if in.plan, in.planBytes, err = loadPlan(planPath); err != nil {
+			return nil, nil, err
+		}
+	}
+	if in.key, err = c.evidenceKey(keyPath); err != nil {
+		return nil, nil, err
+	}
+	data, refs, err := readProjection(c, projPath)
+	if err != nil || refs != nil {
+		return nil, refs, err
+	}
+	in.source = data
+	if in.doc, refs = grammar.LoadProjection(data, grammar.LoadOptions{}); refs != nil {
+		return nil, refs, nil
+	}
+	return in, nil, nil
+}
+
+// refusedCut prints a censor refusal and returns the exit-3 error.
+func (c *Cmd) refusedCut(asJSON bool, err error) error {
+	var re *censor.RefusedError
+	if !errors.As(err, &re) {
+		return err
+	}
+	if re.Field != "" {
+		c.errorf("%s: plan field %s does not hold", c.name, re.Field)
+	}
+	return c.refuse(asJSON, re.Refusals, nil)
+}
+
+// checker returns the verifier: the plugin (cut re-executed) unless
+// inProcess is set. close must be called.
+func (c *Cmd) checker(ctx context.Context, mode string) (verifier.Checker, func(), error) {
+	switch mode {
+	case "inprocess":
+		return verifier.InProcess(), func() {}, nil
+	case "plugin", "":
+	default:
+		return nil, nil, usagef("--verifier is plugin or inprocess")
+	}
+	exe := c.Args0
+	if exe == "" || !filepath.IsAbs(exe) {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, nil, err
+		}
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "verifier", Output: c.Stderr, Level: hclog.Warn})
+	cl, err := verifier.Start(ctx, exe, []string{pluginArg}, nil, logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start verifier plugin: %w", err)
+	}
+	return cl.Checker(), func() { cl.Close() }, nil
+}

@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/privacycut/privacycut/censor"
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/receipts"
+)
+
+func init() {
+	register(&command{name: "plan", summary: "write a DisclosurePlan@1 (plan init)", run: runPlan})
+}
+
+func runPlan(ctx context.Context, c *Cmd, args []string) error {
+	if len(args) == 0 || args[0] != "init" {
+		return usagef("usage: cut plan init --vocab V --consumer KIND:ID --purpose P --target URL [--mode M] [--expires D] [-o F] PROJ")
+	}
+	fs := c.flags("plan init")
+	vocabPath := fs.String("vocab", "", "vocabulary `file`")
+	consumer := fs.String("consumer", "", "consumer `KIND:ID`")
+	purpose := fs.String("purpose", "", "declared `purpose`")
+	target := fs.String("target", "", "exact target `URL`")
+	mode := fs.String("mode", receipts.ModeIrreversible, "irreversible or reversible")
+	expires := fs.Duration("expires", 24*time.Hour, "plan lifetime")
+	out := fs.String("o", "", "write the plan to `file` (default stdout)")
+	maxUses := fs.Int("max-uses", 1, "admissions allowed")
+	maxParents := fs.Int("max-parents", grammar.DefaultMaxParents, "distinct parents allowed in the joined label")
+	allow := fs.String("allow", "", "comma-separated owner categories to allow (default all but credential)")
+	schemaPath := fs.String("schema", "", "output schema `file` (reversible cuts)")
+	remote := fs.Duration("remote-deadline", 10*time.Minute, "reversible: how long the remote model may take")
+	window := fs.Duration("return-window", time.Hour, "reversible: how long a return may wait for rehydration")
+	station := fs.String("station", "local", "reversible: the station allowed to rehydrate")
+	keyPath := fs.String("evidence-key", "", "evidence key `file`")
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if *vocabPath == "" || *consumer == "" || *purpose == "" || *target == "" || len(pos) != 1 {
+		return usagef("usage: cut plan init --vocab V --consumer KIND:ID --purpose P --target URL [--mode M] [--expires D] [-o F] PROJ")
+	}
+	kind, id, ok := strings.Cut(*consumer, ":")
+	if !ok || kind == "" || id == "" {
+		return usagef("--consumer is KIND:ID")
+	}
+	if *mode != receipts.ModeIrreversible && *mode != receipts.ModeReversible {
+		return usagef("--mode is irreversible or reversible")
+	}
+	opt := censor.PlanOptions{Consumer: receipts.Consumer{Kind: kind, ID: id}, Purpose: *purpose, Target: *target,
+		Mode: *mode, Expires: *expires, Now: time.Now(), MaxUses: *maxUses, MaxParents: *maxParents,
+		RemoteDeadline: *remote, ReturnWindow: *window, Station: *station}
+	if *allow != "" {
+		for _, name := range strings.Split(*allow, ",") {
+			cat, ok := grammar.ParseCategory([]byte(strings.TrimSpace(name)))
+			if !ok || cat == grammar.CategoryCredential {
+				return usagef("--allow: %q is not an allowed category", name)
+			}
+			opt.Allowed = append(opt.Allowed, cat)
+		}
+	}
+	if *mode == receipts.ModeReversible {
+		if *schemaPath == "" {
+			return usagef("a reversible plan needs --schema (the output schema)")
+		}
+		data, err := readFileCapped(*schemaPath, 1<<20)
+		if err != nil {
+			return fmt.Errorf("read schema: %w", err)
+		}
+		canon, err := receipts.Canonicalize(data)
+		if err != nil {
+			return fmt.Errorf("schema: %w", err)
+		}
+		opt.OutputSchemaDigest = receipts.SHA256(canon)
+	}
+	in, refs, err := c.load(*vocabPath, "", *keyPath, pos[0])
+	if err != nil {
+		return err
+	}
+	if refs != nil {
+		return c.refuse(false, refs, nil)
+	}
+	p, err := censor.NewPlan(in.doc, in.vocab, in.key, opt)
+	if err != nil {
+		return c.refusedCut(false, err)
+	}
+	b, err := receipts.Marshal(p)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if *out == "" {
+		_, err = c.Stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(*out, b, 0o600)
+}

@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/privacycut/privacycut/censor"
+	"github.com/privacycut/privacycut/egress"
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/verifier"
+)
+
+func init() {
+	register(&command{name: "prepare", summary: "cut a projection, verify it independently, seal it (CutBundle@1)", run: runPrepare})
+}
+
+// prepared is a cut that passed verification and was sealed in this process.
+type prepared struct {
+	in      *inputs
+	out     *censor.Output
+	verdict receipts.Verification
+	seal    receipts.PrivacyCut
+	auth    *egress.Authority
+	bundle  receipts.Bundle
+	lease   string
+}
+
+type prepareFlags struct {
+	vocab, plan, key, verifier, vault, run string
+	attempt                                 int
+	asJSON                                  bool
+}
+
+func (c *Cmd) prepareFlags(name string) (*prepareFlags, *flag.FlagSet) {
+	fs := c.flags(name)
+	f := &prepareFlags{}
+	fs.StringVar(&f.vocab, "vocab", "", "vocabulary `file`")
+	fs.StringVar(&f.plan, "plan", "", "DisclosurePlan@1 `file`")
+	fs.StringVar(&f.key, "evidence-key", "", "evidence key `file` (default $PRIVACYCUT_EVIDENCE_KEY or the XDG data dir)")
+	fs.StringVar(&f.verifier, "verifier", "plugin", "plugin (out of process) or inprocess")
+	fs.StringVar(&f.vault, "vault", "", "vaultd `socket` for reversible cuts (default $PRIVACYCUT_VAULT)")
+	fs.StringVar(&f.run, "run", "run", "run id bound into a reversible lease")
+	fs.IntVar(&f.attempt, "attempt", 1, "attempt number bound into a reversible lease")
+	fs.BoolVar(&f.asJSON, "json", false, "print one JSON document")
+	return f, fs
+}
+
+func runPrepare(ctx context.Context, c *Cmd, args []string) error {
+	f, fs := c.prepareFlags("prepare")
+	out := fs.String("o", "", "also write the bundle to `file`")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if f.vocab == "" || f.plan == "" || len(pos) != 1 {
+		return usagef("usage: cut prepare --vocab V --plan P [--vault SOCK] [--run R --attempt N] PROJ")
+	}
+	p, err := c.prepare(ctx, f, pos[0], nil)
+	if err != nil {
+		return err
+	}
+	b, err := receipts.Marshal(p.bundle)
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := os.WriteFile(*out, append(b, '\n'), 0o600); err != nil {
+			return err
+		}
+	}
+	if f.asJSON {
+		if _, err := c.Stdout.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	} else {
+		c.printPrepared(p)
+	}
+	if p.verdict.Verdict != "pass" {
+		return &verifyError{claims: p.verdict.Failed()}
+	}
+	return nil
+}
+
+// prepare cuts, verifies and (on a pass) seals in auth (a new authority
+// when nil). A policy refusal has been printed when the error is a
+// *refusedError. A failed verification returns the bundle with no seal and
+// no error: the caller decides the exit code.
+func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *egress.Authority) (*prepared, error) {
+	in, refs, err := c.load(f.vocab, f.plan, f.key, proj)
+	if err != nil {
+		return nil, err
+	}
+	if refs != nil {
+		return nil, c.refuse(f.asJSON, refs, nil)
+	}
+	if err := censor.CheckExpiry(in.plan, time.Now()); err != nil {
+		return nil, c.refusedCut(f.asJSON, err)
+	}
+	p := &prepared{in: in}
+	var src censor.TokenSource
+	var finish func(*prepared) error
+	if in.plan.Mode == receipts.ModeReversible {
+		if src, finish, err = c.reversibleSource(ctx, f, in); err != nil {
+			return nil, err
+		}
+	}
+	p.out, err = censor.Cut(ctx, censor.Input{Doc: in.doc, Vocabulary: in.vocab, Plan: in.plan, Key: in.key, Tokens: src})
+	if err != nil {
+		return nil, c.refusedCut(f.asJSON, err)
+	}
+	chk, closeChk, err := c.checker(ctx, f.verifier)
+	if err != nil {
+		return nil, err
+	}
+	defer closeChk()
+	rb, err := receipts.Marshal(p.out.Receipts)
+	if err != nil {
+		return nil, err
+	}
+	p.verdict, err = chk.Verify(ctx, verifier.Request{Source: in.source, Export: p.out.Export, ExportDigest: p.out.ExportDigest,
+		Plan: in.planBytes, Vocabulary: in.vocabBytes, Receipts: rb, EvidenceKey: in.key, Now: time.Now()})
+	if err != nil {
+		return nil, fmt.Errorf("verifier: %w", err)
+	}
+	p.bundle = receipts.Bundle{Schema: receipts.SchemaBundle, Export: json.RawMessage(p.out.Export),
+		ExportDigest: p.out.ExportDigest, Receipts: p.out.Receipts, Verification: p.verdict, LabelDigest: p.out.LabelDigest}
+	if p.verdict.Verdict != "pass" {
+		return p, nil
+	}
+	if auth == nil {
+		auth = egress.NewAuthority(egress.Options{Journal: c.openJournal(), PolicyRevision: policyRevision})
+	}
+	p.auth = auth
+	if finish != nil {
+		if err := finish(p); err != nil {
+			return nil, err
+		}
+	}
+	p.seal, err = auth.Seal(egress.SealRequest{SourceDigest: p.out.SourceDigest, Export: p.out.Export, Plan: *in.plan,
+		Receipts: p.out.Receipts, Verification: p.verdict, Lease: p.lease})
+	if err != nil {
+		var ee *egress.Error
+		if errors.As(err, &ee) {
+			return nil, c.refuse(f.asJSON, planReasons(ee.Code), nil)
+		}
+		return nil, err
+	}
+	p.bundle.Seal = &receipts.SealRef{EventID: p.seal.EventID}
+	if p.lease != "" {
+		l := p.lease
+		p.bundle.Lease = &l
+	}
+	return p, nil
+}
+
+func (c *Cmd) printPrepared(p *prepared) {
+	o := p.out
+	fmt.Fprintf(c.Stdout, "prepared: %s cut of %d parts, %d records, %d public items\n",
+		p.in.plan.Mode, len(p.in.doc.Parts), o.Stats.Records, o.Stats.PublicItems)
+	fmt.Fprintf(c.Stdout, "replaced: %s (%d distinct values)\n", summary(o.Stats.OwnerSpans()), o.Pairs)
+	fmt.Fprintf(c.Stdout, "export: %s (%d bytes)\n", o.ExportDigest, len(o.Export))
+	fmt.Fprintf(c.Stdout, "verification: %s (%s)\n", p.verdict.Verdict, p.verdict.Verifier)
+	for _, cl := range p.verdict.Claims {
+		mark := "ok  "
+		if !cl.OK {
+			mark = "FAIL"
+		}
+		line := fmt.Sprintf("  %s %s", mark, cl.Name)
+		if cl.Detail != "" && !cl.OK {
+			line += ": " + cl.Detail
+		}
+		fmt.Fprintln(c.Stdout, line)
+	}
+	if p.bundle.Seal != nil {
+		fmt.Fprintf(c.Stdout, "seal: %s (held in this process only; send re-prepares)\n", p.bundle.Seal.EventID)
+	}
+	if p.lease != "" {
+		fmt.Fprintf(c.Stdout, "lease: %s\n", p.lease)
+	}
+	fmt.Fprintln(c.Stdout, "--- what would leave (the export's texts) ---")
+	printExport(c, o.Export)
+}
+
+// printExport prints each part of an export as text.
+func printExport(c *Cmd, export []byte) {
+	var e struct {
+		Parts []struct {
+			Kind string `json:"kind"`
+			Text string `json:"text"`
+		} `json:"parts"`
+		Profile string `json:"profile"`
+	}
+	if err := receipts.Unmarshal(export, &e, receipts.Options{}); err != nil {
+		fmt.Fprintf(c.Stdout, "(export unreadable: %v)\n", err)
+		return
+	}
+	for i, p := range e.Parts {
+		fmt.Fprintf(c.Stdout, "part %d (%s):\n%s", i, p.Kind, p.Text)
+	}
+}
+
+// planReasons is the refusal of a seal or an admission: about the plan.
+func planReasons(code receipts.Code) []grammar.Refusal {
+	return []grammar.Refusal{{Code: code, Part: -1, Kind: "plan"}}
+}

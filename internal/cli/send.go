@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/privacycut/privacycut/egress"
+	"github.com/privacycut/privacycut/receipts"
+)
+
+func init() {
+	register(&command{name: "send", summary: "prepare, seal, admit and POST the export; quarantine the answer", run: runSend})
+}
+
+// MaxAnswerBytes caps a remote answer written to quarantine (64 MiB).
+const MaxAnswerBytes = 64 << 20
+
+// sendResult is what `cut send --json` prints.
+type sendResult struct {
+	Decision   receipts.EgressDecision `json:"decision"`
+	Status     int                     `json:"status"`
+	Quarantine string                  `json:"quarantine"`
+	Answer     string                  `json:"answer_digest"`
+	Lease      *string                 `json:"lease"`
+}
+
+func runSend(ctx context.Context, c *Cmd, args []string) error {
+	f, fs := c.prepareFlags("send")
+	quarantine := fs.String("quarantine", "", "write the answer to `file` (default under $XDG_STATE_HOME/privacycut/quarantine)")
+	timeout := fs.Duration("timeout", 5*time.Minute, "HTTP timeout")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if f.vocab == "" || f.plan == "" || len(pos) != 1 {
+		return usagef("usage: cut send --vocab V --plan P [--vault SOCK] [--schema S] PROJ")
+	}
+	auth := egress.NewAuthority(egress.Options{Journal: c.openJournal(), PolicyRevision: policyRevision})
+	p, err := c.prepare(ctx, f, pos[0], auth)
+	if err != nil {
+		return err
+	}
+	if p.verdict.Verdict != "pass" {
+		if f.asJSON {
+			c.printJSON(p.verdict)
+		} else {
+			printVerification(c, p.verdict)
+		}
+		return &verifyError{claims: p.verdict.Failed()}
+	}
+	plan := p.in.plan
+	// The gate decides on the exact bytes and target the HTTP request will use.
+	body := p.out.Export
+	dec, err := auth.Admit(p.seal.EventID, body, plan.Target, plan.Consumer)
+	if err != nil {
+		var ee *egress.Error
+		if errors.As(err, &ee) {
+			return c.refuse(f.asJSON, planReasons(ee.Code), nil)
+		}
+		return err
+	}
+	status, answer, err := post(ctx, plan.Target, body, *timeout)
+	if err != nil {
+		return err
+	}
+	qpath, err := c.quarantinePath(*quarantine, dec.EventID)
+	if err != nil {
+		return err
+	}
+	if err := writeQuarantine(qpath, answer); err != nil {
+		return err
+	}
+	res := sendResult{Decision: dec, Status: status, Quarantine: qpath, Answer: receipts.SHA256(answer), Lease: p.bundle.Lease}
+	if f.asJSON {
+		if err := c.printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(c.Stdout, "admitted: use %d of %d, decision %s, seal %s\n", dec.Use, dec.MaxUses, dec.EventID, dec.Seal)
+		fmt.Fprintf(c.Stdout, "sent: %d bytes to %s, HTTP %d\n", len(body), plan.Target, status)
+		fmt.Fprintf(c.Stdout, "quarantined: %s (%s)\n", qpath, res.Answer)
+	}
+	if status/100 != 2 {
+		return fmt.Errorf("target answered HTTP %d", status)
+	}
+	return nil
+}
+
+// post sends body to target exactly: no redirects (a redirect would send the
+// export somewhere else), no proxy from the environment.
+func post(ctx context.Context, target string, body []byte, timeout time.Duration) (int, []byte, error) {
+	client := &http.Client{
+		Timeout:       timeout,
+		Transport:     &http.Transport{Proxy: nil, ForceAttemptHTTP2: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("post: %w", err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
+	if err != nil {
+		return 0, nil, fmt.Errorf("read answer: %w", err)
+	}
+	if len(answer) > MaxAnswerBytes {
+		return 0, nil, fmt.Errorf("answer larger than %d bytes", MaxAnswerBytes)
+	}
+	return resp.StatusCode, answer, nil
+}
+
+func (c *Cmd) quarantinePath(flagValue, eventID string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	dir := c.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		h := c.Getenv("HOME")
+		if h == "" {
+			return "", errors.New("no --quarantine, XDG_STATE_HOME or HOME")
+		}
+		dir = filepath.Join(h, ".local", "state")
+	}
+	return filepath.Join(dir, "privacycut", "quarantine", strings.ReplaceAll(eventID, ":", "-")+".json"), nil
+}
+
+// writeQuarantine writes the answer 0600 in a 0700 directory. The answer is
+// untrusted remote output: it is kept apart, never executed, and read only by
+// rehydration.
+func writeQuarantine(path string, answer []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, answer, 0o600)
+}

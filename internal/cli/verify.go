@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/verifier"
+)
+
+func init() {
+	register(&command{name: "verify", summary: "re-verify a CutBundle@1 against source, plan and vocabulary", run: runVerify})
+}
+
+// MaxBundleBytes caps a bundle file (2 GiB: a 1 GiB export plus receipts).
+const MaxBundleBytes = 2 << 30
+
+func runVerify(ctx context.Context, c *Cmd, args []string) error {
+	fs := c.flags("verify")
+	vocabPath := fs.String("vocab", "", "vocabulary `file`")
+	planPath := fs.String("plan", "", "DisclosurePlan@1 `file`")
+	source := fs.String("source", "", "the source projection `file`")
+	keyPath := fs.String("evidence-key", "", "evidence key `file`")
+	mode := fs.String("verifier", "plugin", "plugin (out of process) or inprocess")
+	asJSON := fs.Bool("json", false, "print the CutVerification@1 document")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *vocabPath == "" || *planPath == "" || *source == "" || len(pos) != 1 {
+		return usagef("usage: cut verify --vocab V --plan P --source PROJ BUNDLE")
+	}
+	vocab, err := readFileCapped(*vocabPath, 64<<20)
+	if err != nil {
+		return fmt.Errorf("read vocabulary: %w", err)
+	}
+	plan, err := readFileCapped(*planPath, 1<<20)
+	if err != nil {
+		return fmt.Errorf("read plan: %w", err)
+	}
+	src, over, err := readCapped(c, *source, 1<<30)
+	if err != nil || over {
+		return fmt.Errorf("read source: %v", errOr(err, "too large"))
+	}
+	bundleBytes, over, err := readCapped(c, pos[0], MaxBundleBytes)
+	if err != nil || over {
+		return fmt.Errorf("read bundle: %v", errOr(err, "too large"))
+	}
+	key, err := c.evidenceKey(*keyPath)
+	if err != nil {
+		return err
+	}
+	var b receipts.Bundle
+	if err := receipts.Unmarshal(bundleBytes, &b, receipts.Options{MaxBytes: MaxBundleBytes}); err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	if b.Schema != receipts.SchemaBundle {
+		return fmt.Errorf("bundle: schema is not %s", receipts.SchemaBundle)
+	}
+	rb, err := receipts.Marshal(b.Receipts)
+	if err != nil {
+		return err
+	}
+	chk, closeChk, err := c.checker(ctx, *mode)
+	if err != nil {
+		return err
+	}
+	defer closeChk()
+	v, err := chk.Verify(ctx, verifier.Request{Source: src, Export: []byte(b.Export), ExportDigest: b.ExportDigest,
+		Plan: plan, Vocabulary: vocab, Receipts: rb, EvidenceKey: key, Now: time.Now()})
+	if err != nil {
+		return fmt.Errorf("verifier: %w", err)
+	}
+	if *asJSON {
+		if err := c.printJSON(v); err != nil {
+			return err
+		}
+	} else {
+		printVerification(c, v)
+	}
+	if v.Verdict != "pass" {
+		return &verifyError{claims: v.Failed()}
+	}
+	return nil
+}
+
+func printVerification(c *Cmd, v receipts.Verification) {
+	fmt.Fprintf(c.Stdout, "verification: %s (%s, %s)\n", v.Verdict, v.Verifier, v.Mode)
+	for _, cl := range v.Claims {
+		mark := "ok  "
+		if !cl.OK {
+			mark = "FAIL"
+		}
+		line := fmt.Sprintf("  %s %s", mark, cl.Name)
+		if cl.Detail != "" && !cl.OK {
+			line += ": " + cl.Detail
+		}
+		fmt.Fprintln(c.Stdout, line)
+	}
+	fmt.Fprintf(c.Stdout, "export: %s\n", v.ExportDigest)
+}
+
+type stringError string
+
+func (e stringError) Error() string { return string(e) }
+
+func errOr(err error, msg string) error {
+	if err != nil {
+		return err
+	}
+	return stringError(msg)
+}
