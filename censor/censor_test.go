@@ -132,8 +132,8 @@ func TestCutExample(t *testing.T) {
 	if diff := cmp.Diff([]string{d0}, out.Receipts[1].Parents); diff != "" {
 		t.Fatal(diff)
 	}
-	wantOps := []receipts.Operation{{"replace-owner", "module", 4}, {"replace-owner", "package", 2}, {"replace-owner", "function", 2},
-		{"replace-owner", "file", 1}, {"replace-owner", "team", 2}, {"replace-owner", "person", 1}, {"replace-owner", "host", 1}}
+	wantOps := []receipts.Operation{{Op: "replace-owner", Category: "module", Count: 4}, {Op: "replace-owner", Category: "package", Count: 2}, {Op: "replace-owner", Category: "function", Count: 2},
+		{Op: "replace-owner", Category: "file", Count: 1}, {Op: "replace-owner", Category: "team", Count: 2}, {Op: "replace-owner", Category: "person", Count: 1}, {Op: "replace-owner", Category: "host", Count: 1}}
 	if diff := cmp.Diff(wantOps, out.Receipts[0].Operations); diff != "" {
 		t.Fatalf("operations (-want +got):\n%s", diff)
 	}

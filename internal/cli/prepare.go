@@ -33,8 +33,8 @@ type prepared struct {
 
 type prepareFlags struct {
 	vocab, plan, key, verifier, vault, run string
-	attempt                                 int
-	asJSON                                  bool
+	attempt                                int
+	asJSON                                 bool
 }
 
 func (c *Cmd) prepareFlags(name string) (*prepareFlags, *flag.FlagSet) {
