@@ -1,0 +1,26 @@
+# The two commands a newcomer runs: `make demo` (the main job) and `make test`.
+GO ?= go
+FUZZTIME ?= 20s
+
+.PHONY: demo test check-format vet unit fuzz bench
+
+demo:
+	$(GO) run ./cmd/cut demo
+
+test: check-format vet unit fuzz
+
+check-format:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+# Every parser and recognizer has a fuzz target; each runs for FUZZTIME.
+fuzz:
+	scripts/fuzz $(FUZZTIME)
+
+bench:
+	scripts/bench
