@@ -6,10 +6,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -157,9 +161,41 @@ func withoutEnv(env []string, name string) []string {
 	return out
 }
 
-// TestNoMlockall is P6 (source half): no Go file of the repository calls
-// mlockall, except this test, which names it.
+// mlockallNames are the identifiers a call to mlockall(2) needs in Go.
+var mlockallNames = []string{"Mlock" + "all", "MCL_" + "FUTURE", "MCL_" + "CURRENT", "SYS_" + "MLOCKALL"}
+
+// mlockallUses reports the lines of src that use one of mlockallNames as an
+// identifier (comments and strings do not count). A file that does not parse
+// falls back to a plain byte search, so a half-edited file cannot hide a call.
+func mlockallUses(name string, src []byte) []string {
+	var hits []string
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
+	if err != nil {
+		for _, w := range mlockallNames {
+			if i := bytes.Index(src, []byte(w)); i >= 0 {
+				hits = append(hits, fmt.Sprintf("%s:%d: %s (file does not parse)", name, bytes.Count(src[:i], []byte("\n"))+1, w))
+			}
+		}
+		return hits
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && slices.Contains(mlockallNames, id.Name) {
+			hits = append(hits, fmt.Sprintf("%s: %s", fset.Position(id.Pos()), id.Name))
+		}
+		return true
+	})
+	return hits
+}
+
+// TestNoMlockall is P6 (source half): no Go file of the repository uses
+// mlockall. This file names it only inside strings, and is skipped anyway.
 func TestNoMlockall(t *testing.T) {
+	// Control: the detector sees a real call and ignores comments and strings.
+	bad := []byte("package p\n\nimport \"golang.org/x/sys/unix\"\n\n// unix.Mlock" + "all is fine here\nvar s = \"Mlock" + "all\"\n\nfunc f() error { return unix.Mlock" + "all(unix.MCL_" + "CURRENT | unix.MCL_" + "FUTURE) }\n")
+	if got := mlockallUses("p.go", bad); len(got) != 3 {
+		t.Fatalf("detector on a planted call found %v, want 3 uses on line 8", got)
+	}
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -168,13 +204,12 @@ func TestNoMlockall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	words := [][]byte{[]byte("Mlock" + "all"), []byte("MCL_" + "FUTURE"), []byte("mlock" + "all(")}
 	scanned := 0
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == ".git" || (strings.HasPrefix(d.Name(), ".") && path != root)) {
+		if d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || path == self {
@@ -185,11 +220,8 @@ func TestNoMlockall(t *testing.T) {
 			return err
 		}
 		scanned++
-		for _, w := range words {
-			if i := bytes.Index(b, w); i >= 0 {
-				line := bytes.Count(b[:i], []byte("\n")) + 1
-				t.Errorf("%s:%d names %s", path, line, w)
-			}
+		for _, h := range mlockallUses(path, b) {
+			t.Errorf("mlockall: %s", h)
 		}
 		return nil
 	})
