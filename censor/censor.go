@@ -128,13 +128,6 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	if out.PlanDigest, err = receipts.DigestCanonical(plan); err != nil {
 		return nil, err
 	}
-	out.ManifestDigest, err = ManifestDigest(in.Doc, in.Key)
-	if err != nil {
-		return nil, err
-	}
-	if out.ManifestDigest != plan.ManifestDigest {
-		return nil, planRefusal(receipts.PlanMismatch, "manifest_digest")
-	}
 
 	// Parse everything, collecting owner spans and distinct pairs.
 	parser := grammar.NewParser(in.Vocabulary, grammar.Options{Limits: in.Limits, Allowed: allowed})
@@ -161,6 +154,15 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	})
 	if !res.OK() {
 		return nil, &RefusedError{Refusals: res.Refusals}
+	}
+	// The plan binds exactly this projection (checked after the grammar, so
+	// that an edited projection is refused for what is wrong in it first).
+	out.ManifestDigest, err = ManifestDigest(in.Doc, in.Key)
+	if err != nil {
+		return nil, err
+	}
+	if out.ManifestDigest != plan.ManifestDigest {
+		return nil, planRefusal(receipts.PlanMismatch, "manifest_digest")
 	}
 	if err := checkUtility(plan, res.Stats); err != nil {
 		return nil, err

@@ -43,6 +43,9 @@ func runPlan(ctx context.Context, c *Cmd, args []string) error {
 	if *vocabPath == "" || *consumer == "" || *purpose == "" || *target == "" || len(pos) != 1 {
 		return usagef("usage: cut plan init --vocab V --consumer KIND:ID --purpose P --target URL [--mode M] [--expires D] [-o F] PROJ")
 	}
+	if *expires <= 0 || *maxUses < 1 || *maxParents < 1 {
+		return usagef("--expires, --max-uses and --max-parents must be positive")
+	}
 	kind, id, ok := strings.Cut(*consumer, ":")
 	if !ok || kind == "" || id == "" {
 		return usagef("--consumer is KIND:ID")
@@ -82,6 +85,11 @@ func runPlan(ctx context.Context, c *Cmd, args []string) error {
 	}
 	if refs != nil {
 		return c.refuse(false, refs, nil)
+	}
+	// A plan is only made for a projection the grammar accepts.
+	parser := grammar.NewParser(in.vocab, grammar.Options{})
+	if res := grammar.Check(in.doc, parser, *maxParents, nil); !res.OK() {
+		return c.refuse(false, res.Refusals, nil)
 	}
 	p, err := censor.NewPlan(in.doc, in.vocab, in.key, opt)
 	if err != nil {

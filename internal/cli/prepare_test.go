@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// cutEnv writes a two-part projection with canary owner values and a plan for
+// target.
+func cutEnv(t *testing.T, target string, extra ...string) (e *testEnv, proj, plan string) {
+	t.Helper()
+	e = newTestEnv(t)
+	proj = e.write(t, "p.json", projection(okRecord, "ask triage.rank-by-severity owner.team=\""+canary+"-team\"\n"))
+	plan = filepath.Join(e.dir, "plan.json")
+	args := append([]string{"plan", "init", "--vocab", e.vocab, "--consumer", "model:triage", "--purpose", "dependency-triage",
+		"--target", target, "-o", plan, proj}, extra...)
+	if code, _, errb := e.run(t, args...); code != ExitOK {
+		t.Fatalf("plan init: exit %d: %s", code, errb)
+	}
+	return e, proj, plan
+}
+
+func TestPrepareVerify(t *testing.T) {
+	for _, mode := range []string{"inprocess", "plugin"} {
+		t.Run(mode, func(t *testing.T) {
+			e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
+			code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", mode, "--json", proj)
+			if code != ExitOK {
+				t.Fatalf("prepare: exit %d\n%s\n%s", code, out, errb)
+			}
+			assertNoCanary(t, "bundle", out)
+			assertNoCanary(t, "stderr", errb)
+			var b receipts.Bundle
+			if err := receipts.Unmarshal(out, &b, receipts.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if b.Schema != receipts.SchemaBundle || b.Verification.Verdict != "pass" || b.Seal == nil || b.Lease != nil ||
+				len(b.Receipts) != 2 || b.ExportDigest != receipts.SHA256(b.Export) {
+				t.Fatalf("bundle %s", out)
+			}
+			if !bytes.Contains(b.Export, []byte(`owner.module=\"redacted:module:1\"`)) || !bytes.Contains(b.Export, []byte(`owner.team=\"redacted:team:1\"`)) {
+				t.Fatalf("export %s", b.Export)
+			}
+			bundle := e.write(t, "bundle.json", string(out))
+			code, vout, errb := e.run(t, "verify", "--vocab", e.vocab, "--plan", plan, "--source", proj, "--verifier", mode, "--json", bundle)
+			if code != ExitOK {
+				t.Fatalf("verify: exit %d\n%s\n%s", code, vout, errb)
+			}
+			// One altered byte of the export: the verifier fails naming claims.
+			bad := e.write(t, "bad.json", strings.Replace(string(out), "redacted:team:1", "redacted:team:2", 1))
+			code, vout, _ = e.run(t, "verify", "--vocab", e.vocab, "--plan", plan, "--source", proj, "--verifier", mode, "--json", bad)
+			var v receipts.Verification
+			if err := receipts.Unmarshal(vout, &v, receipts.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if code != ExitVerifyNo || v.Verdict != "fail" || !contains(v.Failed(), "token-consistency") || !contains(v.Failed(), "receipt-chain") {
+				t.Fatalf("tampered bundle: exit %d, failed %v", code, v.Failed())
+			}
+		})
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPrepareRefusals(t *testing.T) {
+	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
+	// A projection changed after planning: the manifest no longer matches.
+	e.write(t, "p.json", projection(okRecord))
+	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
+	if code != ExitRefused || !bytes.Contains(out, []byte(`"code":"PLAN_MISMATCH"`)) || !bytes.Contains(errb, []byte("manifest_digest")) {
+		t.Fatalf("changed projection: exit %d\n%s\n%s", code, out, errb)
+	}
+	// A grammar refusal.
+	e.write(t, "p.json", projection(strings.Replace(okRecord, "affected", "exploited", 1)))
+	code, out, errb = e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
+	if code != ExitRefused || !bytes.Contains(out, []byte(`"code":"UNKNOWN_STATUS"`)) {
+		t.Fatalf("grammar refusal: exit %d\n%s", code, out)
+	}
+	assertNoCanary(t, "stdout", out)
+	assertNoCanary(t, "stderr", errb)
+	// An expired plan.
+	e2, proj2, plan2 := cutEnv(t, "https://model.example/v1/answer")
+	pb, err := os.ReadFile(plan2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pl receipts.Plan
+	if err := receipts.Unmarshal(pb, &pl, receipts.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	pl.ExpiresAt = "2020-01-01T00:00:00Z"
+	pb, _ = receipts.Marshal(pl)
+	e2.write(t, "plan.json", string(pb))
+	code, out, _ = e2.run(t, "prepare", "--vocab", e2.vocab, "--plan", plan2, "--verifier", "inprocess", "--json", proj2)
+	if code != ExitRefused || !bytes.Contains(out, []byte(`"code":"PLAN_MISMATCH"`)) {
+		t.Fatalf("expired plan: exit %d\n%s", code, out)
+	}
+}
+
+// TestSendLoopback runs `cut send` against a real HTTP server on loopback: the
+// server receives exactly the export, the answer lands in quarantine, the
+// admission is journaled.
+func TestSendLoopback(t *testing.T) {
+	var mu sync.Mutex
+	var got [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, b)
+		mu.Unlock()
+		if r.URL.Path != "/v1/answer" || r.Method != http.MethodPost {
+			http.Error(w, "wrong path", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ranking":["redacted:module:1"]}`)
+	}))
+	defer srv.Close()
+	e, proj, plan := cutEnv(t, srv.URL+"/v1/answer")
+	q := filepath.Join(e.dir, "q", "answer.json")
+	code, out, errb := e.run(t, "send", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--quarantine", q, "--json", proj)
+	if code != ExitOK {
+		t.Fatalf("send: exit %d\n%s\n%s", code, out, errb)
+	}
+	var res struct {
+		Decision   receipts.EgressDecision `json:"decision"`
+		Status     int                     `json:"status"`
+		Quarantine string                  `json:"quarantine"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Decision.Admit || res.Decision.Use != 1 || res.Status != 200 || res.Quarantine != q {
+		t.Fatalf("result %s", out)
+	}
+	if len(got) != 1 || receipts.SHA256(got[0]) != res.Decision.BodyDigest {
+		t.Fatalf("server received %d bodies", len(got))
+	}
+	assertNoCanary(t, "request body", got[0])
+	ans, err := os.ReadFile(q)
+	if err != nil || string(ans) != `{"ranking":["redacted:module:1"]}` {
+		t.Fatalf("quarantine %q %v", ans, err)
+	}
+	if fi, _ := os.Stat(q); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("quarantine mode %v", fi.Mode())
+	}
+	j, _ := os.ReadFile(e.journal)
+	if !bytes.Contains(j, []byte(`"kind":"admit"`)) || !bytes.Contains(j, []byte(res.Decision.EventID)) {
+		t.Fatalf("journal:\n%s", j)
+	}
+	assertNoCanary(t, "journal", j)
+	assertNoCanary(t, "stdout", out)
+	assertNoCanary(t, "stderr", errb)
+}
+
+// TestSendNoRedirect: a target that redirects does not get the body sent
+// on; cut reports the redirect status and nothing reaches the second host.
+func TestSendNoRedirect(t *testing.T) {
+	var hits int
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL, http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	e, proj, plan := cutEnv(t, srv.URL+"/")
+	code, _, errb := e.run(t, "send", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess",
+		"--quarantine", filepath.Join(e.dir, "q.json"), proj)
+	if code != ExitError || hits != 0 || !bytes.Contains(errb, []byte("HTTP 307")) {
+		t.Fatalf("exit %d, hits %d, stderr %s", code, hits, errb)
+	}
+}
