@@ -1,0 +1,96 @@
+package receipts
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSHA256(t *testing.T) {
+	// FIPS 180-2 test vector "abc".
+	const want = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	if got := SHA256([]byte("abc")); got != want {
+		t.Errorf("SHA256(abc) = %s", got)
+	}
+	h := NewSHA256()
+	h.Write([]byte("a"))
+	h.Write([]byte("bc"))
+	if got := FormatSHA256(h.Sum(nil)); got != want {
+		t.Errorf("streaming = %s", got)
+	}
+}
+
+func TestFormatSHA256WrongLength(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("FormatSHA256 accepted a 31-byte sum")
+		}
+	}()
+	FormatSHA256(make([]byte, 31))
+}
+
+func TestParseDigest(t *testing.T) {
+	hex64 := "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	for _, prefix := range []string{PrefixSHA256, PrefixHMAC} {
+		alg, sum, err := ParseDigest(prefix + hex64)
+		if err != nil || alg != prefix || FormatSHA256(sum[:]) != "sha256:"+hex64 {
+			t.Errorf("ParseDigest(%s…) = %q, %x, %v", prefix, alg, sum, err)
+		}
+	}
+	tests := []struct {
+		name string
+		in   string
+		want DigestError
+	}{
+		{"empty", "", DigestError{MalformedRecord, 0, "unknown digest algorithm"}},
+		{"no prefix", hex64, DigestError{MalformedRecord, 0, "unknown digest algorithm"}},
+		{"upper-case prefix", "SHA256:" + hex64, DigestError{MalformedRecord, 0, "unknown digest algorithm"}},
+		{"other algorithm", "sha512:" + hex64, DigestError{MalformedRecord, 0, "unknown digest algorithm"}},
+		{"prefix only", "sha256:", DigestError{MalformedRecord, 7, "digest is not 64 hex digits"}},
+		{"short", "sha256:" + hex64[:63], DigestError{MalformedRecord, 70, "digest is not 64 hex digits"}},
+		{"long", "hmac-sha256:" + hex64 + "0", DigestError{MalformedRecord, 76, "digest is not 64 hex digits"}},
+		{"upper-case hex", "sha256:" + strings.ToUpper(hex64), DigestError{MalformedRecord, 7, "digest is not lower-case hex"}},
+		{"non-hex", "sha256:" + hex64[:10] + "g" + hex64[11:], DigestError{MalformedRecord, 17, "digest is not lower-case hex"}},
+		{"space", "sha256: " + hex64[1:], DigestError{MalformedRecord, 7, "digest is not lower-case hex"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := ParseDigest(tt.in)
+			var de *DigestError
+			if !errors.As(err, &de) {
+				t.Fatalf("err = %v, want *DigestError", err)
+			}
+			if diff := cmp.Diff(tt.want, *de); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if len(tt.in) > 8 && strings.Contains(err.Error(), tt.in[7:]) {
+				t.Errorf("error quotes the digest: %v", err)
+			}
+		})
+	}
+}
+
+func TestDigestCanonical(t *testing.T) {
+	// Independent value: Python hashlib.sha256(b'{"a":1,"b":[true]}').
+	const want = "sha256:90eddf64b875cb5fa184bb12503cc7309b6ce21b175521a80bd8d83082bae604"
+	type doc struct {
+		B []bool `json:"b"`
+		A int    `json:"a"`
+	}
+	for _, v := range []any{doc{A: 1, B: []bool{true}}, map[string]any{"b": []any{true}, "a": 1.0}} {
+		got, err := DigestCanonical(v)
+		if err != nil || got != want {
+			t.Errorf("DigestCanonical(%#v) = %s, %v", v, got, err)
+		}
+	}
+	// Reformatting and reordering a document does not change its digest.
+	c, err := Canonicalize([]byte("{ \"b\" : [ true ],\n \"a\" : 1.0e0 }"))
+	if err != nil || SHA256(c) != want {
+		t.Errorf("digest of reformatted document = %s, %v", SHA256(c), err)
+	}
+	if _, err := DigestCanonical(map[string]any{"x": "\xff"}); err == nil {
+		t.Error("DigestCanonical accepted invalid UTF-8")
+	}
+}
