@@ -1,0 +1,46 @@
+package verifier
+
+import (
+	"context"
+	"testing"
+)
+
+// benchRequest builds an honest irreversible cut of a 64 MiB projection.
+func benchRequest(b *testing.B) Request {
+	b.Helper()
+	const size = 64 << 20
+	text := bigText(size / 4)
+	parts := []testPart{{"block", "a", text}, {"history", "b", text}, {"tool", "c", text}, {"artifact", "d", text}}
+	req := makeCut(b, parts, cutOptions{})
+	if v := Verify(req); v.Verdict != "pass" {
+		b.Fatalf("benchmark cut does not verify: %+v", v.Claims)
+	}
+	return req
+}
+
+func BenchmarkVerify(b *testing.B) {
+	req := benchRequest(b)
+	b.Run("in-process", func(b *testing.B) {
+		b.SetBytes(int64(len(req.Source)))
+		for b.Loop() {
+			if v := Verify(req); v.Verdict != "pass" {
+				b.Fatal(v.Verdict)
+			}
+		}
+	})
+	b.Run("plugin", func(b *testing.B) {
+		var log syncBuffer
+		c, err := startPlugin(b, &log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		b.SetBytes(int64(len(req.Source)))
+		for b.Loop() {
+			v, err := c.Checker().Verify(context.Background(), req)
+			if err != nil || v.Verdict != "pass" {
+				b.Fatal(err, v.Verdict)
+			}
+		}
+	})
+}

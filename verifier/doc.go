@@ -1,0 +1,103 @@
+// Package verifier is privacycut's independent verifier: given the source
+// projection, the export, the plan, the vocabulary and the receipt chain of
+// a cut, it re-derives what the export must be and writes a
+// CutVerification@1 (SPEC §7), in process ([Verify], [InProcess]) or in its
+// own process through hashicorp/go-plugin over gRPC ([Serve], [Start]).
+//
+// Independence is the point. The package imports nothing of the project but
+// receipts (strict JSON, canonical form, digests, evidence types), and never
+// censor or grammar: a test runs "go list -deps" and fails otherwise. Its
+// recognizer of closed-diagnostic@1 is its own, a byte-level state machine
+// that reads each record once and looks each vocabulary item up in a hash
+// set when the state reading it ends, so the censor and the verifier do not
+// share mistakes.
+//
+// # Claims
+//
+// Every verification lists these claims, in this order; the verdict is
+// "pass" only when every claim holds.
+//
+//   - export-canonical: the export is strict JSON, byte-equal to its RFC 8785
+//     form, shaped {"parts":[{"kind","text"}…],"profile":"closed-diagnostic@1"},
+//     and the bundle's export digest is the SHA-256 of its bytes.
+//   - coverage: the source is a strict Projection@1; every part has a known
+//     kind, a label and a lineage without "unknown"; the join stays within
+//     the plan's max_parents; every byte of every text is recognized under
+//     the vocabulary; every owner category is allowed (credential never).
+//   - public-preserved: the export has the source's parts, kinds and
+//     records, and in each record the same literals and public items at the
+//     same places relative to the owner slots.
+//   - owners-replaced: every owner slot holds a token of its category, and the
+//     export re-derived from the source with those tokens is byte-equal to
+//     the export.
+//   - token-consistency: per category, equal value ↔ equal token across the
+//     cut; irreversible tokens are redacted:<category>:<n> numbered by first
+//     appearance (the whole export is re-derived and compared);
+//     reversible tokens are pcv:<ns>:<category>:<mac> with one namespace.
+//   - no-residual: no owner value, as written in the source, occurs in an
+//     export text except wholly inside one public item, literal or token
+//     (one Aho–Corasick pass; only values holding a boundary byte
+//     ' ' '@' '=' '"' LF can straddle spans and are searched everywhere).
+//   - plan-match: the plan is a strict DisclosurePlan@1 whose consumer,
+//     purpose, target (absolute http(s) URL), mode, max_uses, invariants,
+//     categories, manifest and vocabulary digests, restricted_ref and expiry
+//     hold, and every receipt's plan_digest is the plan's digest.
+//   - receipt-chain: exactly the censor and export receipts of
+//     docs/DESIGN.md, in order, every digest recomputed (source, candidate and
+//     label keyed under the evidence key), the operations recounted, the
+//     terminal receipt binding the export digest.
+//
+// An input that cannot be decoded fails every claim that depends on it; the
+// others are still evaluated and listed.
+//
+// # Plugin protocol
+//
+// One client-streaming gRPC call: a header (evidence key, claimed export
+// digest, clock, declared input sizes), then each input in 1 MiB chunks, in
+// order; the reply is the verification. gRPC's message limits are never
+// raised. The host checks the reply (every claim, in order) and recomputes
+// the verdict from the claims, so a plugin cannot say pass over a missing or
+// failed claim.
+//
+// # Security properties
+//
+// Guaranteed:
+//
+//   - No Detail, error or log line written by this package holds input
+//     bytes: only counts, codes, claim and field names, and positions (part,
+//     line, byte column, length). Errors of the plugin protocol are fixed
+//     sentinels, mapped to and from gRPC codes by one table each way.
+//   - Verify never panics on any input (and a recovered panic fails every
+//     claim). It never modifies the request.
+//   - Inputs are bounded: documents by receipts' size and depth limits,
+//     part texts by MaxPartTextBytes, records by MaxRecordBytes and
+//     MaxOwnersPerRecord, plugin inputs by MaxInputBytes each; limits refuse,
+//     never truncate.
+//   - The plugin is started pinned (SHA-256 of the executable, checked by
+//     go-plugin when it starts it), over gRPC only with AutoMTLS, without the
+//     host's environment, and with no broker: it cannot call back into the
+//     host. It calls Harden first and exits if it fails. It clears the
+//     received inputs and wipes its copy of the evidence key after each call.
+//
+// Not guaranteed:
+//
+//   - The verifier cannot know the consumer or target the user meant: a plan
+//     substituted together with re-digested receipts is consistent. Binding
+//     the plan to the user's intent is the seal authority's job.
+//   - Reversible tokens are checked for shape, category, namespace and
+//     consistency only; their MACs cannot be recomputed here (the namespace
+//     key lives only in vaultd while issuing).
+//   - Copies of the evidence key and inputs made by protobuf and gRPC buffers
+//     on either side are not wiped; they stay in ordinary process memory
+//     until collected. The plugin's memory is protected only as far as Harden
+//     makes it.
+//   - Between Start's hashing of the executable and go-plugin's check, the
+//     file is trusted to be the same one that runs.
+//
+// The caller's duties: give the exact bytes that were or will be sent as
+// Export and the bundle's claimed digest as ExportDigest; give the real clock
+// as Now (a zero Now fails plan-match); keep the evidence key secret and
+// alive during the call; route the plugin's logger only to local logs; set
+// Harden before calling Serve in the plugin binary; treat an error from a
+// Checker as a failed verification.
+package verifier

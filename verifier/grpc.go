@@ -1,0 +1,283 @@
+package verifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/verifier/internal/verifierpb"
+)
+
+const (
+	// chunkSize is the payload of one streamed message: well under gRPC's
+	// default 4 MiB message limit, which is never raised.
+	chunkSize = 1 << 20
+	// MaxInputBytes bounds each input of a plugin request.
+	MaxInputBytes = receipts.DefaultMaxBytes
+	// preallocMax bounds what a declared size may make the plugin allocate
+	// before the bytes arrive.
+	preallocMax = 256 << 20
+	nInputs     = 5
+)
+
+// Errors of the plugin protocol. Their messages are fixed and content-free.
+var (
+	// ErrStream is returned for a request stream that breaks the protocol:
+	// no header first, an unknown input, inputs out of order, more or fewer
+	// bytes than declared, a malformed evidence key.
+	ErrStream = errors.New("verifier: malformed request stream")
+	// ErrTooLarge is returned for an input over MaxInputBytes.
+	ErrTooLarge = errors.New("verifier: request input too large")
+	// ErrReply is returned by the host when the plugin's answer is not a
+	// well-formed CutVerification@1 (every claim, in order, verdict
+	// consistent with the claims).
+	ErrReply = errors.New("verifier: malformed verification from plugin")
+	// ErrInternal stands for every other plugin-side failure.
+	ErrInternal = errors.New("verifier: plugin internal error")
+)
+
+// statusOf maps an error to the gRPC status the plugin returns: the one
+// table from errors to codes. Unknown errors become Internal with a generic
+// message.
+func statusOf(err error) error {
+	switch {
+	case errors.Is(err, ErrStream):
+		return status.Error(codes.InvalidArgument, ErrStream.Error())
+	case errors.Is(err, ErrTooLarge):
+		return status.Error(codes.ResourceExhausted, ErrTooLarge.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, context.Canceled.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+	}
+	return status.Error(codes.Internal, ErrInternal.Error())
+}
+
+// errorOf maps a status received by the host back to this package's errors.
+func errorOf(err error) error {
+	switch status.Code(err) {
+	case codes.InvalidArgument:
+		return ErrStream
+	case codes.ResourceExhausted:
+		return ErrTooLarge
+	case codes.Canceled:
+		return context.Canceled
+	case codes.DeadlineExceeded:
+		return context.DeadlineExceeded
+	}
+	return fmt.Errorf("%w (%s)", ErrInternal, status.Code(err))
+}
+
+// grpcClient is the host side of the protocol.
+type grpcClient struct {
+	c verifierpb.VerifierClient
+}
+
+func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verification, error) {
+	inputs := [nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts}
+	hdr := &verifierpb.Header{ExportDigest: req.ExportDigest}
+	if !req.Now.IsZero() {
+		hdr.NowUnixNano = req.Now.UnixNano()
+	}
+	for _, in := range inputs {
+		hdr.Sizes = append(hdr.Sizes, uint64(len(in)))
+	}
+	var key []byte
+	if req.EvidenceKey != nil {
+		if err := req.EvidenceKey.Reveal(func(b []byte) error {
+			key = slices.Clone(b)
+			return nil
+		}); err != nil {
+			return receipts.Verification{}, err
+		}
+	}
+	defer clear(key)
+	hdr.EvidenceKey = key
+
+	stream, err := g.c.Verify(ctx)
+	if err != nil {
+		return receipts.Verification{}, errorOf(err)
+	}
+	send := func(m *verifierpb.VerifyRequest) bool {
+		// io.EOF means the plugin ended the stream: its status comes
+		// from CloseAndRecv.
+		err = stream.Send(m)
+		return err == nil
+	}
+	ok := send(&verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Header{Header: hdr}})
+	for i := 0; ok && i < nInputs; i++ {
+		in := inputs[i]
+		for off := 0; ok && off < len(in); off += chunkSize {
+			ok = send(&verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Chunk{Chunk: &verifierpb.Chunk{
+				Input: verifierpb.Input(i + 1),
+				Data:  in[off:min(off+chunkSize, len(in))],
+			}}})
+		}
+	}
+	if !ok && err != io.EOF {
+		return receipts.Verification{}, errorOf(err)
+	}
+	resp, err := stream.CloseAndRecv()
+	if err != nil {
+		return receipts.Verification{}, errorOf(err)
+	}
+	return fromWire(resp)
+}
+
+// fromWire checks and converts the plugin's answer. The verdict is
+// recomputed from the claims: a plugin cannot say pass over a failed or a
+// missing claim.
+func fromWire(r *verifierpb.VerifyResponse) (receipts.Verification, error) {
+	v := receipts.Verification{
+		Schema: r.GetSchema(), Verdict: r.GetVerdict(), Verifier: r.GetVerifier(), Mode: r.GetMode(),
+		SourceDigest: r.GetSourceDigest(), ExportDigest: r.GetExportDigest(), PlanDigest: r.GetPlanDigest(),
+		VocabularyDigest: r.GetVocabularyDigest(), ReceiptsDigest: r.GetReceiptsDigest(),
+	}
+	names := Claims()
+	if v.Schema != receipts.SchemaVerification || len(r.GetClaims()) != len(names) {
+		return receipts.Verification{}, ErrReply
+	}
+	verdict := "pass"
+	for i, c := range r.GetClaims() {
+		if c.GetName() != names[i] {
+			return receipts.Verification{}, ErrReply
+		}
+		if !c.GetOk() {
+			verdict = "fail"
+		}
+		v.Claims = append(v.Claims, receipts.Claim{Name: c.GetName(), OK: c.GetOk(), Detail: c.GetDetail()})
+	}
+	if v.Verdict != verdict {
+		return receipts.Verification{}, ErrReply
+	}
+	return v, nil
+}
+
+func toWire(v receipts.Verification) *verifierpb.VerifyResponse {
+	r := &verifierpb.VerifyResponse{
+		Schema: v.Schema, Verdict: v.Verdict, Verifier: v.Verifier, Mode: v.Mode,
+		SourceDigest: v.SourceDigest, ExportDigest: v.ExportDigest, PlanDigest: v.PlanDigest,
+		VocabularyDigest: v.VocabularyDigest, ReceiptsDigest: v.ReceiptsDigest,
+	}
+	for _, c := range v.Claims {
+		r.Claims = append(r.Claims, &verifierpb.Claim{Name: c.Name, Ok: c.OK, Detail: c.Detail})
+	}
+	return r
+}
+
+// grpcServer is the plugin side of the protocol.
+type grpcServer struct {
+	verifierpb.UnimplementedVerifierServer
+	impl Checker
+}
+
+func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
+	req, bufs, err := receive(stream)
+	defer func() {
+		// The inputs hold owner values: clear them once verified.
+		for _, b := range bufs {
+			clear(b)
+		}
+		if req.EvidenceKey != nil {
+			req.EvidenceKey.Wipe()
+		}
+	}()
+	if err != nil {
+		return statusOf(err)
+	}
+	v, err := s.impl.Verify(stream.Context(), req)
+	if err != nil {
+		return statusOf(err)
+	}
+	if err := stream.SendAndClose(toWire(v)); err != nil {
+		return statusOf(err)
+	}
+	return nil
+}
+
+// receive reads one request stream: a header, then the chunks of each input
+// in order, exactly the declared sizes.
+func receive(stream verifierpb.Verifier_VerifyServer) (Request, [][]byte, error) {
+	var req Request
+	first, err := stream.Recv()
+	if err != nil {
+		return req, nil, recvError(err)
+	}
+	hdr := first.GetHeader()
+	if hdr == nil || len(hdr.GetSizes()) != nInputs {
+		return req, nil, ErrStream
+	}
+	for _, n := range hdr.GetSizes() {
+		if n > MaxInputBytes {
+			return req, nil, ErrTooLarge
+		}
+	}
+	if k := hdr.GetEvidenceKey(); len(k) > 0 {
+		key, err := receipts.NewEvidenceKey(k)
+		clear(k)
+		if err != nil {
+			return req, nil, ErrStream
+		}
+		req.EvidenceKey = key
+	}
+	req.ExportDigest = hdr.GetExportDigest()
+	if n := hdr.GetNowUnixNano(); n != 0 {
+		req.Now = time.Unix(0, n).UTC()
+	}
+	bufs := make([][]byte, nInputs)
+	for i, n := range hdr.GetSizes() {
+		bufs[i] = make([]byte, 0, min(n, preallocMax))
+	}
+	cur := 0
+	for {
+		m, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return req, bufs, recvError(err)
+		}
+		ch := m.GetChunk()
+		if ch == nil {
+			return req, bufs, ErrStream
+		}
+		i := int(ch.GetInput()) - 1
+		if i < cur || i >= nInputs {
+			return req, bufs, ErrStream
+		}
+		for ; cur < i; cur++ {
+			if uint64(len(bufs[cur])) != hdr.GetSizes()[cur] {
+				return req, bufs, ErrStream
+			}
+		}
+		if uint64(len(bufs[i])+len(ch.GetData())) > hdr.GetSizes()[i] {
+			return req, bufs, ErrStream
+		}
+		bufs[i] = append(bufs[i], ch.GetData()...)
+		clear(ch.GetData())
+	}
+	for i, n := range hdr.GetSizes() {
+		if uint64(len(bufs[i])) != n {
+			return req, bufs, ErrStream
+		}
+	}
+	req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts = bufs[0], bufs[1], bufs[2], bufs[3], bufs[4]
+	return req, bufs, nil
+}
+
+func recvError(err error) error {
+	switch status.Code(err) {
+	case codes.Canceled:
+		return context.Canceled
+	case codes.DeadlineExceeded:
+		return context.DeadlineExceeded
+	}
+	return ErrStream
+}

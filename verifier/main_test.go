@@ -1,0 +1,24 @@
+package verifier
+
+import (
+	"os"
+	"testing"
+)
+
+// pluginEnv, when set to 1, makes the test binary serve as the verifier
+// plugin instead of running tests: the subprocess tests start it that way.
+const pluginEnv = "PRIVACYCUT_VERIFIER_TEST_AS_PLUGIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(pluginEnv) == "1" {
+		Harden = func() error {
+			if os.Getenv("PRIVACYCUT_VERIFIER_TEST_HARDEN_FAIL") == "1" {
+				return os.ErrPermission
+			}
+			return nil
+		}
+		Serve() // never returns
+		return
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,265 @@
+package verifier
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/verifier/internal/verifierpb"
+)
+
+// grpcPair connects the gRPC adapters in process.
+func grpcPair(t *testing.T) (Checker, *plugin.GRPCClient) {
+	t.Helper()
+	client, server := plugin.TestPluginGRPCConn(t, false, PluginMap())
+	t.Cleanup(func() {
+		client.Close()
+		server.Stop()
+	})
+	raw, err := client.Dispense(PluginName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := raw.(Checker)
+	if !ok {
+		t.Fatalf("dispensed %T", raw)
+	}
+	return c, client
+}
+
+// agreeInProcess checks that a Checker gives exactly the in-process result.
+func agreeInProcess(t *testing.T, c Checker, req Request) receipts.Verification {
+	t.Helper()
+	got, err := c.Verify(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Verify(req)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("plugin result differs from in-process (-want +got):\n%s", diff)
+	}
+	return got
+}
+
+func TestGRPCAdapters(t *testing.T) {
+	c, _ := grpcPair(t)
+	for _, v := range loadVectors(t) {
+		t.Run(v.name, func(t *testing.T) {
+			got := agreeInProcess(t, c, v.request(t))
+			if (got.Verdict == "pass") != v.pass {
+				t.Errorf("verdict %s", got.Verdict)
+			}
+		})
+	}
+	t.Run("multi-chunk inputs", func(t *testing.T) {
+		req := makeCut(t, []testPart{{"block", "big", bigText(3*chunkSize + 12345)}}, cutOptions{})
+		if got := agreeInProcess(t, c, req); got.Verdict != "pass" {
+			t.Fatalf("verdict %s: %+v", got.Verdict, got.Claims)
+		}
+	})
+	t.Run("no key, no clock", func(t *testing.T) {
+		req := makeCut(t, sampleParts, cutOptions{})
+		req.EvidenceKey = nil
+		req.Now = time.Time{}
+		agreeInProcess(t, c, req)
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := c.Verify(ctx, makeCut(t, sampleParts, cutOptions{}))
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+// TestStreamProtocol sends malformed streams straight to the plugin's
+// server and checks the status codes of the one mapping table.
+func TestStreamProtocol(t *testing.T) {
+	_, client := grpcPair(t)
+	pb := verifierpb.NewVerifierClient(client.Conn)
+	hdr := func(sizes ...uint64) *verifierpb.VerifyRequest {
+		return &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Header{Header: &verifierpb.Header{Sizes: sizes}}}
+	}
+	chunk := func(in verifierpb.Input, data string) *verifierpb.VerifyRequest {
+		return &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Chunk{Chunk: &verifierpb.Chunk{Input: in, Data: []byte(data)}}}
+	}
+	keyHdr := &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Header{Header: &verifierpb.Header{Sizes: []uint64{0, 0, 0, 0, 0}, EvidenceKey: []byte("short")}}}
+	tests := []struct {
+		name string
+		msgs []*verifierpb.VerifyRequest
+		want codes.Code
+	}{
+		{"empty stream", nil, codes.InvalidArgument},
+		{"chunk first", []*verifierpb.VerifyRequest{chunk(verifierpb.Input_INPUT_SOURCE, "x")}, codes.InvalidArgument},
+		{"four sizes", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0)}, codes.InvalidArgument},
+		{"too large", []*verifierpb.VerifyRequest{hdr(MaxInputBytes+1, 0, 0, 0, 0)}, codes.ResourceExhausted},
+		{"bad key length", []*verifierpb.VerifyRequest{keyHdr}, codes.InvalidArgument},
+		{"more than declared", []*verifierpb.VerifyRequest{hdr(1, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
+		{"fewer than declared", []*verifierpb.VerifyRequest{hdr(3, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
+		{"out of order", []*verifierpb.VerifyRequest{hdr(1, 1, 0, 0, 0), chunk(verifierpb.Input_INPUT_EXPORT, "x"), chunk(verifierpb.Input_INPUT_SOURCE, "x")}, codes.InvalidArgument},
+		{"unknown input", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0), chunk(verifierpb.Input(9), "x")}, codes.InvalidArgument},
+		{"second header", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0), hdr(0, 0, 0, 0, 0)}, codes.InvalidArgument},
+		{"well-formed empty request", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0)}, codes.OK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stream, err := pb.Verify(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range tt.msgs {
+				if err := stream.Send(m); err != nil && err != io.EOF {
+					t.Fatal(err)
+				}
+			}
+			resp, err := stream.CloseAndRecv()
+			if got := status.Code(err); got != tt.want {
+				t.Fatalf("code %v (%v), want %v", got, err, tt.want)
+			}
+			if err == nil {
+				if _, err := fromWire(resp); err != nil {
+					t.Fatalf("reply: %v", err)
+				}
+			} else if !strings.HasPrefix(status.Convert(err).Message(), "verifier: ") {
+				t.Errorf("message %q", status.Convert(err).Message())
+			}
+		})
+	}
+}
+
+// TestFromWireRefusesBadReplies: the host recomputes the verdict and
+// insists on every claim, in order.
+func TestFromWireRefusesBadReplies(t *testing.T) {
+	good := toWire(Verify(makeCut(t, sampleParts, cutOptions{})))
+	if _, err := fromWire(good); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]func(r *verifierpb.VerifyResponse){
+		"pass over a failed claim": func(r *verifierpb.VerifyResponse) { r.Claims[3].Ok = false },
+		"fail over held claims":    func(r *verifierpb.VerifyResponse) { r.Verdict = "fail" },
+		"claim missing":            func(r *verifierpb.VerifyResponse) { r.Claims = r.Claims[1:] },
+		"claims reordered":         func(r *verifierpb.VerifyResponse) { r.Claims[0], r.Claims[1] = r.Claims[1], r.Claims[0] },
+		"no claims":                func(r *verifierpb.VerifyResponse) { r.Claims = nil },
+		"wrong schema":             func(r *verifierpb.VerifyResponse) { r.Schema = "x" },
+		"odd verdict":              func(r *verifierpb.VerifyResponse) { r.Verdict = "maybe" },
+	}
+	for name, mutate := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := toWire(Verify(makeCut(t, sampleParts, cutOptions{})))
+			mutate(r)
+			if _, err := fromWire(r); !errors.Is(err, ErrReply) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startPlugin re-executes the test binary as the plugin process.
+func startPlugin(t testing.TB, log io.Writer, extraEnv ...string) (*Client, error) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a subprocess")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Trace, Output: log})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return Start(ctx, exe, []string{"-test.run=^$"}, append([]string{pluginEnv + "=1"}, extraEnv...), logger)
+}
+
+// TestSubprocess runs the verifier in its own process: a good and a
+// corrupted vector, and a canary scan of everything the plugin logged.
+func TestSubprocess(t *testing.T) {
+	var log syncBuffer
+	c, err := startPlugin(t, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	vs := map[string]vector{}
+	for _, v := range loadVectors(t) {
+		vs[v.name] = v
+	}
+	if got := agreeInProcess(t, c.Checker(), vs["good-irreversible"].request(t)); got.Verdict != "pass" {
+		t.Errorf("good vector: %s %+v", got.Verdict, got.Claims)
+	}
+	if got := agreeInProcess(t, c.Checker(), vs["value-left"].request(t)); got.Verdict != "fail" {
+		t.Errorf("corrupted vector: %s", got.Verdict)
+	}
+
+	// Canaries in every input, in verdicts that pass and that fail.
+	const canary = "CANARY-b91c4e"
+	parts := []testPart{{"block", "k", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.module=\"" + canary + "\"\n"}}
+	req := makeCut(t, parts, cutOptions{})
+	agreeInProcess(t, c.Checker(), req)
+	bad := req
+	bad.Export = bytes.Replace(req.Export, []byte("redacted:module:1"), []byte(canary), 1)
+	bad.Source = append(bytes.Clone(req.Source), []byte(canary)...)
+	agreeInProcess(t, c.Checker(), bad)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := log.String()
+	if !strings.Contains(out, "plugin") {
+		t.Fatalf("the host logger captured nothing of the plugin: %q", out)
+	}
+	if strings.Contains(out, canary) || strings.Contains(out, "git.corp.example") || strings.Contains(out, "payments core") {
+		t.Fatalf("plugin log holds input:\n%s", out)
+	}
+}
+
+// TestSubprocessHardenFailure: a failing Harden hook stops the plugin
+// before it serves.
+func TestSubprocessHardenFailure(t *testing.T) {
+	var log syncBuffer
+	c, err := startPlugin(t, &log, "PRIVACYCUT_VERIFIER_TEST_HARDEN_FAIL=1")
+	if err == nil {
+		c.Close()
+		t.Fatal("plugin started although hardening failed")
+	}
+	if !errors.Is(err, ErrStart) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStartRefusesMissingExecutable(t *testing.T) {
+	_, err := Start(context.Background(), "/nonexistent/verifier-plugin", nil, nil, nil)
+	if !errors.Is(err, ErrStart) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,246 @@
+package verifier
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/privacycut/privacycut/receipts"
+)
+
+var sampleParts = []testPart{
+	{"block", "scan", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected fixed=v0.17.0 https://go.dev/issue/63417 owner.module=\"git.corp.example/pay/ledger\" owner.team=\"pay core\"\n" +
+		"finding GO-2024-2687 golang.org/x/crypto@v0.14.0 fixed https://go.dev/issue/63417 owner.module=\"git.corp.example/pay/ledger\"\n"},
+	{"query", "q", "ask triage.explain owner.person=\"a \\\"b\\\" c\"\n"},
+}
+
+// failedClaims returns the failed claims of v.
+func failedClaims(v receipts.Verification) []string {
+	f := v.Failed()
+	if f == nil {
+		f = []string{}
+	}
+	return f
+}
+
+func TestVerifyHonestCut(t *testing.T) {
+	for _, mode := range []string{receipts.ModeIrreversible, receipts.ModeReversible} {
+		t.Run(mode, func(t *testing.T) {
+			req := makeCut(t, sampleParts, cutOptions{mode: mode})
+			v := Verify(req)
+			checkShape(t, v)
+			if diff := cmp.Diff([]string{}, failedClaims(v)); diff != "" {
+				t.Fatalf("failed claims (-want +got):\n%s\n%+v", diff, v.Claims)
+			}
+			if v.Mode != mode || v.ExportDigest != req.ExportDigest || !strings.HasPrefix(v.SourceDigest, "hmac-sha256:") ||
+				!strings.HasPrefix(v.ReceiptsDigest, "sha256:") || !strings.HasPrefix(v.PlanDigest, "sha256:") {
+				t.Errorf("digests: %+v", v)
+			}
+		})
+	}
+}
+
+// TestVerifyTampering changes one input at a time and names the claims
+// that must fail.
+func TestVerifyTampering(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(r *Request)
+		parts  []testPart
+		opt    cutOptions
+		want   []string
+	}{
+		{
+			name:   "no evidence key",
+			mutate: func(r *Request) { r.EvidenceKey = nil },
+			want:   []string{ClaimPlanMatch, ClaimReceiptChain},
+		},
+		{
+			name: "wiped evidence key",
+			mutate: func(r *Request) {
+				k := testKey(t)
+				k.Wipe()
+				r.EvidenceKey = k
+			},
+			want: []string{ClaimPlanMatch, ClaimReceiptChain},
+		},
+		{
+			name: "another evidence key",
+			mutate: func(r *Request) {
+				k, _ := receipts.NewEvidenceKey([]byte("ffffffffffffffffffffffffffffffff"))
+				r.EvidenceKey = k
+			},
+			want: []string{ClaimPlanMatch, ClaimReceiptChain},
+		},
+		{
+			name:   "no clock",
+			mutate: func(r *Request) { r.Now = time.Time{} },
+			want:   []string{ClaimPlanMatch},
+		},
+		{
+			name:   "plan expired",
+			mutate: func(r *Request) { r.Now = testNow.Add(48 * time.Hour) },
+			want:   []string{ClaimPlanMatch},
+		},
+		{
+			name:   "claimed export digest wrong",
+			mutate: func(r *Request) { r.ExportDigest = receipts.SHA256([]byte("x")) },
+			want:   []string{ClaimExportCanonical, ClaimReceiptChain},
+		},
+		{
+			name:   "category not allowed",
+			opt:    cutOptions{allowed: []string{"module", "team"}},
+			mutate: func(r *Request) {},
+			want:   []string{ClaimCoverage, ClaimPlanMatch},
+		},
+		{
+			name:   "plan allows credential",
+			opt:    cutOptions{allowed: []string{"module", "team", "person", "credential"}},
+			mutate: func(r *Request) {},
+			want:   []string{ClaimPlanMatch},
+		},
+		{
+			name:   "source undecodable",
+			mutate: func(r *Request) { r.Source = []byte(`{"schema":"Projection@1","schema":"x"}`) },
+			want:   []string{ClaimCoverage, ClaimPublicPreserved, ClaimOwnersReplaced, ClaimTokenConsistent, ClaimNoResidual, ClaimPlanMatch, ClaimReceiptChain},
+		},
+		{
+			name:   "export undecodable",
+			mutate: func(r *Request) { r.Export = []byte("{") },
+			want:   []string{ClaimExportCanonical, ClaimPublicPreserved, ClaimOwnersReplaced, ClaimTokenConsistent, ClaimNoResidual, ClaimReceiptChain},
+		},
+		{
+			name:   "plan undecodable",
+			mutate: func(r *Request) { r.Plan = []byte(`{"schema":"DisclosurePlan@1","extra":1}`) },
+			want:   []string{ClaimCoverage, ClaimTokenConsistent, ClaimPlanMatch},
+		},
+		{
+			name:   "vocabulary undecodable",
+			mutate: func(r *Request) { r.Vocabulary = []byte(`[]`) },
+			want:   []string{ClaimCoverage, ClaimPublicPreserved, ClaimOwnersReplaced, ClaimTokenConsistent, ClaimNoResidual, ClaimPlanMatch, ClaimReceiptChain},
+		},
+		{
+			name:   "receipts undecodable",
+			mutate: func(r *Request) { r.Receipts = []byte(`{}`) },
+			want:   []string{ClaimPlanMatch, ClaimReceiptChain},
+		},
+		{
+			name: "source missing lineage",
+			mutate: func(r *Request) {
+				r.Source = []byte(strings.Replace(string(r.Source), `"lineage":["sha256:`, `"lineage":["unknown","sha256:`, 1))
+			},
+			want: []string{ClaimCoverage, ClaimPlanMatch, ClaimReceiptChain},
+		},
+		{
+			name: "value with a boundary byte straddles public items",
+			parts: []testPart{{"block", "k",
+				"finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.module=\"x/net@v0.15.0 affected\"\n"}},
+			mutate: func(r *Request) {},
+			want:   []string{ClaimNoResidual},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			parts := tt.parts
+			if parts == nil {
+				parts = sampleParts
+			}
+			req := makeCut(t, parts, tt.opt)
+			tt.mutate(&req)
+			v := Verify(req)
+			checkShape(t, v)
+			slices.Sort(tt.want)
+			got := failedClaims(v)
+			slices.Sort(got)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("failed claims (-want +got):\n%s\n%+v", diff, v.Claims)
+			}
+		})
+	}
+}
+
+// TestVerifyValueInsidePublicItem: a value without boundary bytes that
+// occurs inside a public item is not a residual.
+func TestVerifyValueInsidePublicItem(t *testing.T) {
+	parts := []testPart{{"block", "k",
+		"finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.module=\"x/net\" owner.team=\"redacted\"\n"}}
+	v := Verify(makeCut(t, parts, cutOptions{}))
+	if diff := cmp.Diff([]string{}, failedClaims(v)); diff != "" {
+		t.Fatalf("failed claims:\n%s\n%+v", diff, v.Claims)
+	}
+}
+
+// TestDetailsAreContentFree: a canary planted in every input never
+// reaches the verification, whatever fails.
+func TestDetailsAreContentFree(t *testing.T) {
+	const canary = "CANARY-7f3a9"
+	parts := []testPart{{"block", "k",
+		"finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.module=\"" + canary + "\"\n"}}
+	base := makeCut(t, parts, cutOptions{})
+	mutations := map[string]func(r *Request){
+		"honest": func(r *Request) {},
+		"value left": func(r *Request) {
+			r.Export = []byte(strings.Replace(string(r.Export), "redacted:module:1", canary, 1))
+		},
+		"unknown kind": func(r *Request) {
+			r.Source = []byte(strings.Replace(string(r.Source), `"kind":"block"`, `"kind":"`+canary+`"`, 1))
+		},
+		"uncovered source": func(r *Request) {
+			r.Source = []byte(strings.Replace(string(r.Source), "affected", canary, 1))
+		},
+		"bad mode": func(r *Request) {
+			r.Plan = []byte(strings.Replace(string(r.Plan), `"mode":"irreversible"`, `"mode":"`+canary+`"`, 1))
+		},
+		"bad category": func(r *Request) {
+			r.Source = []byte(strings.Replace(string(r.Source), "owner.module", "owner."+canary, 1))
+		},
+	}
+	for name, m := range mutations {
+		t.Run(name, func(t *testing.T) {
+			req := base
+			m(&req)
+			v := Verify(req)
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), canary) {
+				t.Fatalf("verification holds the canary: %s", b)
+			}
+		})
+	}
+}
+
+// TestVerifyNeverPanicsOnGarbage feeds every input arbitrary bytes.
+func TestVerifyNeverPanicsOnGarbage(t *testing.T) {
+	base := makeCut(t, sampleParts, cutOptions{})
+	garbage := [][]byte{nil, {}, []byte("null"), []byte("[]"), []byte("{}"), []byte(`"x"`), {0xff, 0xfe}, []byte(`{"parts":[{"kind":1}]}`)}
+	for _, g := range garbage {
+		for i := range 6 {
+			req := base
+			switch i {
+			case 0:
+				req.Source = g
+			case 1:
+				req.Export = g
+			case 2:
+				req.Plan = g
+			case 3:
+				req.Vocabulary = g
+			case 4:
+				req.Receipts = g
+			case 5:
+				req.ExportDigest = string(g)
+			}
+			v := verify(req) // not the recovering wrapper: a panic fails the test
+			checkShape(t, v)
+			if v.Verdict != "fail" {
+				t.Errorf("input %d = %q: verdict %s", i, g, v.Verdict)
+			}
+		}
+	}
+}
