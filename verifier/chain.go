@@ -6,26 +6,24 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// candidate is the Candidate@1 whose keyed digest links the two receipts.
-type candidate struct {
-	Schema string          `json:"schema"`
-	Parts  []candidatePart `json:"parts"`
-}
-
-type candidatePart struct {
-	Kind string `json:"kind"`
-	Key  string `json:"key"`
-	Text []byte `json:"text"`
-}
-
-// candidateDigest returns H(Candidate@1) made of the source parts' kinds and
+// candidateDigest returns H(Candidate@1):
+// {"schema":"Candidate@1","parts":[{"kind":…,"key":…,"text":…}…]}, made of the source parts' kinds and
 // keys and the export's texts: the candidate the export was cut from.
 func (c *check) candidateDigest() (string, error) {
-	cd := candidate{Schema: "Candidate@1", Parts: make([]candidatePart, len(c.src.Parts))}
-	for i := range c.src.Parts {
-		cd.Parts[i] = candidatePart{Kind: c.src.Parts[i].Kind, Key: c.src.Parts[i].Key, Text: c.expParts[i].text}
+	tree, size := partsTree(func(i int) []receipts.Member {
+		p := &c.src.Parts[i]
+		return []receipts.Member{
+			member("kind", strValue([]byte(p.Kind))),
+			member("key", strValue([]byte(p.Key))),
+			member("text", strValue(c.expParts[i].text)),
+		}
+	}, len(c.src.Parts), member("schema", strValue([]byte("Candidate@1"))))
+	b, err := canonicalOf(tree, size, c.scratch)
+	if err != nil {
+		return "", err
 	}
-	return keyedCanonical(c.key, cd)
+	c.scratch = b
+	return keyed(c.key, b)
 }
 
 // expectedOperations returns the censor receipt's operations: one
@@ -52,7 +50,7 @@ func (c *check) checkChain() {
 		o.fail("chain has %d receipts, want 2", len(c.recs))
 		return
 	}
-	exportDigest := receipts.SHA256(c.req.Export)
+	exportDigest := c.exportDigest
 	if c.req.ExportDigest != exportDigest {
 		o.fail("bundle export_digest does not match the export bytes")
 	}
@@ -66,9 +64,7 @@ func (c *check) checkChain() {
 		o.fail("source: not decodable")
 	default:
 		var err error
-		if srcDigest, err = keyed(c.key, c.srcCanon); err != nil {
-			o.fail("source digest: %s", errText(err))
-		}
+		srcDigest = c.srcDigest
 		if labelDigest, err = keyedCanonical(c.key, joinLabels(c.src)); err != nil {
 			o.fail("label digest: %s", errText(err))
 		}

@@ -7,16 +7,37 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// exportDoc is the export's canonical shape; Marshal writes it in RFC 8785
-// form: {"parts":[{"kind":…,"text":…}…],"profile":"closed-diagnostic@1"}.
-type exportDoc struct {
-	Parts   []exportDocPart `json:"parts"`
-	Profile string          `json:"profile"`
+// canonicalOf writes the RFC 8785 form of a tree into buf (reused when
+// large enough), sized for a document of about size bytes, so that large
+// documents are written without repeated growth.
+func canonicalOf(tree *receipts.Value, size int, buf []byte) ([]byte, error) {
+	if want := size + size/8 + 1024; cap(buf) < want {
+		buf = make([]byte, 0, want)
+	}
+	return tree.AppendCanonical(buf[:0])
 }
 
-type exportDocPart struct {
-	Kind string `json:"kind"`
-	Text []byte `json:"text"`
+func strValue(b []byte) receipts.Value { return receipts.Value{Kind: receipts.String, Str: b} }
+
+func member(key string, v receipts.Value) receipts.Member {
+	return receipts.Member{Key: []byte(key), Value: v}
+}
+
+// partsTree returns the tree of a document made of a "parts" array, whose
+// objects hold the given fields, and the extra top-level members. It also
+// returns the total text size, as a size hint.
+func partsTree(fields func(i int) []receipts.Member, n int, extra ...receipts.Member) (*receipts.Value, int) {
+	size := 0
+	elems := make([]receipts.Value, n)
+	for i := range elems {
+		ms := fields(i)
+		for _, m := range ms {
+			size += len(m.Value.Str) + len(m.Key) + 8
+		}
+		elems[i] = receipts.Value{Kind: receipts.Object, Members: ms}
+	}
+	top := append([]receipts.Member{member("parts", receipts.Value{Kind: receipts.Array, Elems: elems})}, extra...)
+	return &receipts.Value{Kind: receipts.Object, Members: top}, size
 }
 
 var errExportShape = errors.New("verifier: export: not shaped {parts:[{kind,text}…],profile}")
@@ -52,7 +73,7 @@ func parseExport(data []byte) ([]exportPart, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	canon, err := tree.Canonical()
+	canon, err := canonicalOf(tree, len(data), nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -88,7 +109,7 @@ func (c *check) checkExport() {
 	if canon != nil && !bytes.Equal(canon, c.req.Export) {
 		o.fail("export is not in canonical form (differs at byte %d)", firstDiff(canon, c.req.Export))
 	}
-	if got := receipts.SHA256(c.req.Export); c.req.ExportDigest != got {
+	if c.req.ExportDigest != c.exportDigest {
 		o.fail("export_digest does not match the export bytes")
 	}
 	o.facts = "parts=" + itoa(len(parts)) + " bytes=" + itoa(len(c.req.Export))

@@ -54,7 +54,7 @@ func parseProjection(data []byte) (*projection, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	canon, err := tree.Canonical()
+	canon, err := canonicalOf(tree, len(data), nil)
 	if err != nil {
 		return nil, nil, err
 	}

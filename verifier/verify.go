@@ -124,9 +124,12 @@ type check struct {
 	key    *receipts.EvidenceKey // nil when absent or wiped
 	keyErr error
 
-	src      *projection
-	srcCanon []byte
-	srcErr   error
+	src       *projection
+	srcCanon  []byte
+	srcErr    error
+	srcDigest string // H(source), "" without a usable key
+
+	exportDigest string // S(export bytes)
 
 	expParts []exportPart // nil when the export has no usable parts
 	expErr   error
@@ -144,7 +147,8 @@ type check struct {
 	recDigests []string
 	recErr     error
 
-	w *walkResult
+	w       *walkResult
+	scratch []byte // reused buffer for large canonical encodings
 }
 
 var (
@@ -165,13 +169,11 @@ func verify(req Request) receipts.Verification {
 		Verdict:          "pass",
 		Verifier:         Revision,
 		Mode:             c.mode,
-		ExportDigest:     receipts.SHA256(req.Export),
+		ExportDigest:     c.exportDigest,
 		PlanDigest:       c.planDigest,
 		VocabularyDigest: c.vocDigest,
 	}
-	if c.key != nil && c.srcCanon != nil {
-		v.SourceDigest, _ = keyed(c.key, c.srcCanon)
-	}
+	v.SourceDigest = c.srcDigest
 	if n := len(c.recDigests); n > 0 {
 		v.ReceiptsDigest = c.recDigests[n-1]
 	}
@@ -224,7 +226,16 @@ func (c *check) decode() {
 		c.key = req.EvidenceKey
 	}
 
+	c.exportDigest = receipts.SHA256(req.Export)
 	c.src, c.srcCanon, c.srcErr = parseProjection(req.Source)
+	if c.key != nil && c.srcCanon != nil {
+		if d, err := keyed(c.key, c.srcCanon); err == nil {
+			c.srcDigest = d
+		} else {
+			c.key, c.keyErr = nil, err
+		}
+	}
+	c.srcCanon = nil // only its digest is needed from here on
 
 	c.plan, c.planErr = parsePlan(req.Plan)
 	if d, err := digestDoc(req.Plan); err == nil {
