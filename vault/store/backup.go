@@ -1,0 +1,282 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"io"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/privacycut/privacycut/lease"
+)
+
+// The backup stream format (see the package documentation).
+const (
+	backupMagic = "privacycut-vault-backup/1\n"
+	recLease    = 'L'
+	recMap      = 'M'
+	recEnd      = 'E'
+
+	// MaxBackup bounds a backup stream read by ReadBackup (256 MiB); it is
+	// held in memory while it is verified and applied.
+	MaxBackup = 256 << 20
+)
+
+// BackupStats counts what a backup holds.
+type BackupStats struct {
+	Leases int   `json:"leases"`
+	Maps   int   `json:"maps"`
+	Bytes  int64 `json:"bytes"`
+}
+
+// Backup writes every lease record and every sealed map, from one
+// consistent snapshot, in the backup stream format. It writes nothing from
+// the key directory (the store never sees it) and nothing of the store's
+// metadata.
+func (s *Store) Backup(w io.Writer) (BackupStats, error) {
+	const op = "backup"
+	var st BackupStats
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(w, h)}
+	bw := bufio.NewWriterSize(cw, 64<<10)
+	if _, err := bw.WriteString(backupMagic); err != nil {
+		return st, newError(op, ErrIO, err)
+	}
+	var n uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, p := range []byte{prefixLease, prefixMap} {
+			opt := badger.DefaultIteratorOptions
+			opt.Prefix = []byte{p}
+			it := txn.NewIterator(opt)
+			for it.Rewind(); it.Valid(); it.Next() {
+				k := it.Item().Key()
+				if len(k) != 17 {
+					continue
+				}
+				err := it.Item().Value(func(v []byte) error {
+					return writeRecord(bw, p, k[1:], v)
+				})
+				if err != nil {
+					it.Close()
+					return err
+				}
+				n++
+				if p == prefixLease {
+					st.Leases++
+				} else {
+					st.Maps++
+				}
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		return st, wrapErr(op, err)
+	}
+	var end [9]byte
+	end[0] = recEnd
+	binary.BigEndian.PutUint64(end[1:], n)
+	if _, err := bw.Write(end[:]); err != nil {
+		return st, newError(op, ErrIO, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return st, newError(op, ErrIO, err)
+	}
+	if _, err := w.Write(h.Sum(nil)); err != nil {
+		return st, newError(op, ErrIO, err)
+	}
+	st.Bytes = cw.n + sha256.Size
+	return st, nil
+}
+
+func writeRecord(w io.Writer, prefix byte, id, v []byte) error {
+	var hdr [21]byte
+	hdr[0] = recLease
+	if prefix == prefixMap {
+		hdr[0] = recMap
+	}
+	copy(hdr[1:17], id)
+	binary.BigEndian.PutUint32(hdr[17:], uint32(len(v)))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(v)
+	return err
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Snapshot is a verified, parsed backup.
+type Snapshot struct {
+	leases []lease.Lease
+	maps   map[[16]byte][]byte
+}
+
+// Leases returns the lease records of the backup, in stream order.
+func (b *Snapshot) Leases() []lease.Lease { return append([]lease.Lease(nil), b.leases...) }
+
+// HasMap reports whether the backup holds a sealed map for the lease.
+func (b *Snapshot) HasMap(id string) bool {
+	k, ok := IDBytes(id)
+	if !ok {
+		return false
+	}
+	_, ok = b.maps[k]
+	return ok
+}
+
+// ReadBackup reads and verifies a backup stream: the header, every record
+// (lengths within limits, lease records strictly decoded and checked, each
+// lease and map at most once, every map belonging to a lease of the
+// backup), the record count and the SHA-256 trailer. Nothing is applied
+// until the whole stream verifies. Errors name the byte offset, never
+// content.
+func ReadBackup(r io.Reader) (*Snapshot, error) {
+	const op = "read-backup"
+	data, err := io.ReadAll(io.LimitReader(r, MaxBackup+1))
+	if err != nil {
+		return nil, newError(op, ErrIO, err)
+	}
+	if len(data) > MaxBackup {
+		return nil, newError(op, ErrTooLarge, nil)
+	}
+	bad := func(off int) (*Snapshot, error) {
+		e := newError(op, ErrBackup, nil)
+		e.Offset = int64(off)
+		return nil, e
+	}
+	if len(data) < len(backupMagic)+9+sha256.Size || !bytes.HasPrefix(data, []byte(backupMagic)) {
+		return bad(0)
+	}
+	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return bad(len(body))
+	}
+	b := &Snapshot{maps: map[[16]byte][]byte{}}
+	seen := map[[16]byte]bool{}
+	var n uint64
+	off := len(backupMagic)
+	for {
+		if off >= len(body) {
+			return bad(off)
+		}
+		kind := body[off]
+		if kind == recEnd {
+			if len(body)-off != 9 || binary.BigEndian.Uint64(body[off+1:]) != n {
+				return bad(off)
+			}
+			break
+		}
+		if (kind != recLease && kind != recMap) || len(body)-off < 21 {
+			return bad(off)
+		}
+		id := [16]byte(body[off+1 : off+17])
+		vlen := int(binary.BigEndian.Uint32(body[off+17 : off+21]))
+		limit := MaxRecord
+		if kind == recMap {
+			limit = MaxMap
+		}
+		if vlen > limit || vlen > len(body)-off-21 {
+			return bad(off + 17)
+		}
+		v := body[off+21 : off+21+vlen]
+		switch kind {
+		case recLease:
+			if seen[id] {
+				return bad(off)
+			}
+			l, err := decodeLease(op, v, lease.FormatID(id))
+			if err != nil {
+				return bad(off + 21)
+			}
+			seen[id] = true
+			b.leases = append(b.leases, l)
+		case recMap:
+			if _, dup := b.maps[id]; dup {
+				return bad(off)
+			}
+			b.maps[id] = bytes.Clone(v)
+		}
+		n++
+		off += 21 + vlen
+	}
+	for id := range b.maps {
+		if !seen[id] {
+			return bad(len(body))
+		}
+	}
+	return b, nil
+}
+
+// RestoreStats counts what Restore did.
+type RestoreStats struct {
+	Restored int `json:"restored"` // leases added
+	Maps     int `json:"maps"`     // sealed maps added with them
+	Skipped  int `json:"skipped"`  // leases already present, kept as they are
+}
+
+// Restore merges a verified backup into the store. A lease the store
+// already holds is kept as it is (it is at least as far along: no state
+// ever goes backwards); a lease it does not hold is added with its sealed
+// map, if the backup has one and the lease is live. Each lease is one
+// transaction. Restore never touches keys: a restored lease whose data key
+// was destroyed stays unrecoverable.
+func (s *Store) Restore(b *Snapshot) (RestoreStats, error) {
+	const op = "restore"
+	var st RestoreStats
+	for _, l := range b.leases {
+		id, _ := IDBytes(l.ID)
+		lk, mk := key(prefixLease, id), key(prefixMap, id)
+		rec, err := encodeLease(l)
+		if err != nil {
+			return st, err
+		}
+		m, hasMap := b.maps[id]
+		if !l.Live() {
+			hasMap = false
+		}
+		added := false
+		err = s.retry(op, func(txn *badger.Txn) error {
+			added = false
+			if _, err := txn.Get(lk); err == nil {
+				return nil
+			} else if !errors.Is(err, badger.ErrKeyNotFound) {
+				return err
+			}
+			if err := txn.Set(lk, rec); err != nil {
+				return err
+			}
+			if hasMap {
+				if err := txn.Set(mk, m); err != nil {
+					return err
+				}
+			}
+			added = true
+			return nil
+		})
+		if err != nil {
+			return st, err
+		}
+		if !added {
+			st.Skipped++
+			continue
+		}
+		st.Restored++
+		if hasMap {
+			st.Maps++
+		}
+	}
+	return st, nil
+}

@@ -1,0 +1,78 @@
+// Package store is vaultd's Badger database: lease records, sealed maps and
+// the vault's persisted clock marks. It sees no key and no plaintext.
+//
+// # Keys and values
+//
+// Every Badger key is one prefix byte followed by the 16 random bytes of a
+// lease id ("pcl:" + base32 of them), so no key is derived from a value:
+//
+//	0x01 ‖ id   the lease record: lease.Lease as JSON (encoding/json), read
+//	            back through receipts.Unmarshal and lease.Check
+//	0x02 ‖ id   the sealed map: AEAD ciphertext the vault produced under the
+//	            lease's data key, opaque here
+//	0xf0 'c'    the high-water mark of the vault clock (unix ns, 8 bytes BE)
+//	0xf0 'e'    the highest key epoch used (8 bytes BE)
+//
+// Lease records are stored in clear, as is: they hold only public metadata
+// (ids, run, station, principal, digests, states and times; the digests of
+// source material are keyed HMACs) and never a value, a token, a key or map
+// bytes. Keeping them readable lets the vault list, show, revoke and expire
+// leases without any key, and lets an operator inspect a backup.
+//
+// The database runs with SyncWrites (an acknowledged transition survives
+// power loss, not just a process crash), compression off, small memory
+// settings (8 MiB memtables, two of them, two compactors, no block cache)
+// and a logger that drops every argument of Badger's messages. Nothing in
+// the vault calls mlockall: Badger's mappings are never locked.
+//
+// # Transitions
+//
+// Update is the compare-and-set of a lease transition in one transaction:
+// read, apply a pure lease function, check lease.Forward, write; a
+// terminal move deletes the sealed map in the same transaction. A lost race
+// (badger.ErrConflict) is retried on the fresh record, at most 64 times.
+//
+// # Backup stream
+//
+//	"privacycut-vault-backup/1\n"
+//	record*:  kind (1: 'L' lease | 'M' map) ‖ id (16) ‖ length (4, BE) ‖ value
+//	end:      'E' ‖ record count (8, BE)
+//	trailer:  SHA-256 of every preceding byte (32)
+//
+// Lease records come first, then maps, from one snapshot. The checksum
+// detects damage, not tampering: a backup is not authenticated, and its
+// lease records are public metadata while its maps are AEAD ciphertext
+// bound to lease id and epoch. Restore merges: a lease already in the store
+// is kept as it is, so a restore never moves a lease backwards.
+//
+// # Security properties
+//
+// Guaranteed:
+//
+//   - Badger only ever receives opaque keys, public lease metadata and the
+//     ciphertext the vault gives it; a backup holds exactly those and
+//     nothing of the key directory.
+//   - A terminal transition and the deletion of the sealed map are one
+//     transaction, committed with SyncWrites before Update returns.
+//   - No stored lease moves backwards: every write is checked with
+//     lease.Forward against the record it replaces, and Restore never
+//     overwrites a stored lease.
+//   - Records that do not decode strictly or fail lease.Check are reported
+//     as ErrCorrupt (LEASE_UNRECOVERABLE), never repaired.
+//   - Errors and log lines carry operations, offsets and Badger's constant
+//     format strings, never values.
+//
+// Not guaranteed:
+//
+//   - Erasure. Badger's delete writes a tombstone; old versions of records
+//     and sealed maps stay in .mem, .sst and .vlog files until compaction
+//     rewrites them, and even then the file system may keep the blocks.
+//     That residue is ciphertext whose data key the vault destroys (and,
+//     after a rotation, whose epoch key is gone): erasure rests on the key
+//     directory, not on this package.
+//   - Confidentiality of lease metadata, or authenticity of a backup.
+//
+// The caller's duties: give Create and Update only ciphertext; destroy the
+// data key of a lease after Update has committed its terminal state; run
+// one process per directory (Badger holds a directory lock).
+package store

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// Sentinel errors. Every error the package returns is an *Error wrapping
+// exactly one of them.
+var (
+	// ErrNotFound: no such lease (or, for Map, no sealed map).
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a lease with this id is already stored.
+	ErrExists = errors.New("already exists")
+	// ErrCorrupt: a stored record does not decode or fails lease.Check.
+	// Code LEASE_UNRECOVERABLE.
+	ErrCorrupt = errors.New("stored record is corrupt")
+	// ErrInvalid: a malformed lease id or lease given by the caller.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrTooLarge: a record, map or backup over its limit. Code
+	// LIMIT_EXCEEDED.
+	ErrTooLarge = errors.New("over size limit")
+	// ErrNotForward: a transition function returned a lease that is not a
+	// forward successor of the stored one; nothing was written.
+	ErrNotForward = errors.New("transition is not forward")
+	// ErrContention: a compare-and-set lost its race more often than the
+	// retry bound.
+	ErrContention = errors.New("too much contention")
+	// ErrBackup: a backup stream is malformed (bad header, record, length
+	// or checksum). Code MALFORMED_RECORD.
+	ErrBackup = errors.New("malformed backup")
+	// ErrIO: Badger or the file system failed; Sys holds the cause.
+	ErrIO = errors.New("storage i/o failed")
+)
+
+// Error is the package's error type. It names the operation and, for a
+// malformed backup, the byte offset; it never carries a value, and the
+// Badger keys it might mention are opaque random ids.
+type Error struct {
+	Code   receipts.Code
+	Op     string
+	Offset int64 // byte offset in a backup stream, -1 when none applies
+	Err    error
+	Sys    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("store: ")
+	b.WriteString(e.Op)
+	if e.Offset >= 0 {
+		b.WriteString(" at byte ")
+		b.WriteString(strconv.FormatInt(e.Offset, 10))
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	if e.Sys != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Sys.Error())
+	}
+	if e.Code != "" {
+		b.WriteString(" (")
+		b.WriteString(string(e.Code))
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel and, if present, the cause.
+func (e *Error) Unwrap() []error {
+	if e.Sys != nil {
+		return []error{e.Err, e.Sys}
+	}
+	return []error{e.Err}
+}
+
+// CodeOf returns the refusal code of an *Error in err's chain, or "".
+func CodeOf(err error) receipts.Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func newError(op string, sentinel, sys error) *Error {
+	var code receipts.Code
+	switch sentinel {
+	case ErrCorrupt:
+		code = receipts.LeaseUnrecoverable
+	case ErrTooLarge:
+		code = receipts.LimitExceeded
+	case ErrBackup:
+		code = receipts.MalformedRecord
+	}
+	return &Error{Code: code, Op: op, Offset: -1, Err: sentinel, Sys: sys}
+}
+
+// wrapErr returns err when it is already an *Error, else wraps it as ErrIO.
+func wrapErr(op string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return newError(op, ErrIO, err)
+}

@@ -1,0 +1,441 @@
+package store
+
+import (
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/privacycut/privacycut/lease"
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// Key prefixes. A Badger key is one prefix byte followed, for lease records
+// and maps, by the 16 random bytes of the lease id: nothing a key holds is
+// derived from a value.
+const (
+	prefixLease byte = 0x01 // lease record: lease.Lease as JSON
+	prefixMap   byte = 0x02 // sealed map: AEAD ciphertext, opaque here
+	prefixMeta  byte = 0xf0 // store metadata
+)
+
+var (
+	keyClock = []byte{prefixMeta, 'c'} // high-water mark of the vault clock, unix ns, 8 bytes BE
+	keyEpoch = []byte{prefixMeta, 'e'} // highest key epoch the vault has used, 8 bytes BE
+)
+
+// Limits.
+const (
+	// MaxRecord bounds a stored lease record (JSON) in bytes.
+	MaxRecord = 64 << 10
+	// MaxMap bounds a sealed map in bytes.
+	MaxMap = 8 << 20
+	// maxRetries bounds the retries of a transaction that lost a
+	// compare-and-set race (badger.ErrConflict).
+	maxRetries = 64
+)
+
+// Options configure Open.
+type Options struct {
+	// Logger receives Badger's warnings and errors, reduced to their
+	// constant format strings: the arguments (which may hold keys) are
+	// dropped. Nil discards everything.
+	Logger *slog.Logger
+}
+
+// Store is the vault's Badger database: lease records, sealed maps and two
+// clocks. All methods are safe for concurrent use.
+type Store struct {
+	db   *badger.DB
+	mu   sync.Mutex // serialises the metadata marks
+	once sync.Once
+}
+
+// Open opens (creating if needed, mode 0700) the Badger directory dir with
+// synchronous writes, compression off, small memory settings and a logger
+// that drops every argument.
+func Open(dir string, opt Options) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, newError("open", ErrIO, err)
+	}
+	db, err := badger.Open(badgerOptions(dir, opt.Logger))
+	if err != nil {
+		return nil, newError("open", ErrIO, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// badgerOptions are the store's Badger settings. They pass Badger's own
+// checks: two compactors (one is refused), compression off so the block
+// cache may be 0, ValueThreshold under 15% of MemTableSize.
+func badgerOptions(dir string, log *slog.Logger) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithSyncWrites(true).
+		WithLogger(quietLogger{log}).
+		WithCompression(options.None).
+		WithBlockCacheSize(0).
+		WithIndexCacheSize(0).
+		WithMemTableSize(8 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(4).
+		WithBaseTableSize(2 << 20).
+		WithBaseLevelSize(8 << 20).
+		WithValueLogFileSize(32 << 20).
+		WithValueThreshold(64 << 10).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithMetricsEnabled(false).
+		WithDetectConflicts(true).
+		WithNumVersionsToKeep(1)
+}
+
+// Close closes the database. Closing twice is harmless.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() { err = s.db.Close() })
+	if err != nil {
+		return newError("close", ErrIO, err)
+	}
+	return nil
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// IDBytes returns the 16 random bytes of a lease id "pcl:<26 base32>".
+func IDBytes(id string) ([16]byte, bool) {
+	var out [16]byte
+	s, ok := strings.CutPrefix(id, "pcl:")
+	if !ok || len(s) != 26 {
+		return out, false
+	}
+	b, err := idEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 || lease.FormatID([16]byte(b)) != id {
+		return out, false
+	}
+	return [16]byte(b), true
+}
+
+func key(prefix byte, id [16]byte) []byte {
+	k := make([]byte, 17)
+	k[0] = prefix
+	copy(k[1:], id[:])
+	return k
+}
+
+func idKeys(op, id string) (leaseKey, mapKey []byte, err error) {
+	b, ok := IDBytes(id)
+	if !ok {
+		return nil, nil, newError(op, ErrInvalid, nil)
+	}
+	return key(prefixLease, b), key(prefixMap, b), nil
+}
+
+// encodeLease is the stored form of a lease: its JSON, as package lease
+// documents it.
+func encodeLease(l lease.Lease) ([]byte, error) {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return nil, newError("encode", ErrInvalid, err)
+	}
+	if len(b) > MaxRecord {
+		return nil, newError("encode", ErrTooLarge, nil)
+	}
+	return b, nil
+}
+
+// decodeLease reads a stored lease through the strict decoder and checks
+// its invariants; anything else is ErrCorrupt (LEASE_UNRECOVERABLE).
+func decodeLease(op string, b []byte, id string) (lease.Lease, error) {
+	var l lease.Lease
+	if len(b) > MaxRecord {
+		return l, newError(op, ErrCorrupt, nil)
+	}
+	if err := receipts.Unmarshal(b, &l, receipts.Options{MaxBytes: MaxRecord}); err != nil {
+		return lease.Lease{}, newError(op, ErrCorrupt, nil)
+	}
+	if err := l.Check(); err != nil {
+		return lease.Lease{}, newError(op, ErrCorrupt, nil)
+	}
+	if id != "" && l.ID != id {
+		return lease.Lease{}, newError(op, ErrCorrupt, nil)
+	}
+	return l, nil
+}
+
+// Create stores a new lease and its sealed map in one transaction. A lease
+// with the same id is ErrExists. sealedMap may be nil (no map).
+func (s *Store) Create(l lease.Lease, sealedMap []byte) error {
+	const op = "create"
+	if err := l.Check(); err != nil {
+		return newError(op, ErrInvalid, err)
+	}
+	if len(sealedMap) > MaxMap {
+		return newError(op, ErrTooLarge, nil)
+	}
+	lk, mk, err := idKeys(op, l.ID)
+	if err != nil {
+		return err
+	}
+	rec, err := encodeLease(l)
+	if err != nil {
+		return err
+	}
+	return s.retry(op, func(txn *badger.Txn) error {
+		if _, err := txn.Get(lk); err == nil {
+			return newError(op, ErrExists, nil)
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		if err := txn.Set(lk, rec); err != nil {
+			return err
+		}
+		if sealedMap != nil {
+			return txn.Set(mk, sealedMap)
+		}
+		return nil
+	})
+}
+
+// Get returns the stored lease. A missing lease is ErrNotFound; a record
+// that does not decode or fails lease.Check is ErrCorrupt.
+func (s *Store) Get(id string) (lease.Lease, error) {
+	const op = "get"
+	lk, _, err := idKeys(op, id)
+	if err != nil {
+		return lease.Lease{}, err
+	}
+	var l lease.Lease
+	err = s.db.View(func(txn *badger.Txn) error {
+		var err error
+		l, err = getLease(op, txn, lk, id)
+		return err
+	})
+	if err != nil {
+		return lease.Lease{}, wrapErr(op, err)
+	}
+	return l, nil
+}
+
+// Map returns a copy of the lease's sealed map. A lease without one
+// (missing, or terminal: the map is deleted with the terminal move) is
+// ErrNotFound.
+func (s *Store) Map(id string) ([]byte, error) {
+	const op = "map"
+	_, mk, err := idKeys(op, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	err = s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(mk)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return newError(op, ErrNotFound, nil)
+		}
+		if err != nil {
+			return err
+		}
+		out, err = it.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr(op, err)
+	}
+	return out, nil
+}
+
+func getLease(op string, txn *badger.Txn, lk []byte, id string) (lease.Lease, error) {
+	it, err := txn.Get(lk)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return lease.Lease{}, newError(op, ErrNotFound, nil)
+	}
+	if err != nil {
+		return lease.Lease{}, err
+	}
+	var l lease.Lease
+	err = it.Value(func(v []byte) error {
+		var err error
+		l, err = decodeLease(op, v, id)
+		return err
+	})
+	return l, err
+}
+
+// Update is the compare-and-set of a lease transition, in one transaction:
+// read the lease, call fn, and if fn returned a lease with another Seq,
+// check that it is a forward successor (lease.Forward) and write it; when it
+// is terminal, delete the sealed map in the same transaction. fn's error is
+// returned with the lease fn returned (a lease that expired instead of
+// performing the operation is written and returned with its refusal). A
+// transaction that lost a race (badger.ErrConflict) is retried, calling fn
+// again on the fresh record, a bounded number of times. fn must be a pure
+// function of its argument.
+func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (lease.Lease, error) {
+	const op = "update"
+	lk, mk, err := idKeys(op, id)
+	if err != nil {
+		return lease.Lease{}, err
+	}
+	var out lease.Lease
+	var fnErr error
+	err = s.retry(op, func(txn *badger.Txn) error {
+		cur, err := getLease(op, txn, lk, id)
+		if err != nil {
+			return err
+		}
+		next, ferr := fn(cur)
+		out, fnErr = next, ferr
+		if next.Seq == cur.Seq {
+			out = cur
+			return nil
+		}
+		if err := lease.Forward(cur, next); err != nil {
+			out, fnErr = cur, nil
+			return newError(op, ErrNotForward, err)
+		}
+		rec, err := encodeLease(next)
+		if err != nil {
+			return err
+		}
+		if err := txn.Set(lk, rec); err != nil {
+			return err
+		}
+		if next.State.Terminal() {
+			return txn.Delete(mk)
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	return out, fnErr
+}
+
+// retry runs fn in a read-write transaction and commits, retrying when the
+// commit lost a race.
+func (s *Store) retry(op string, fn func(txn *badger.Txn) error) error {
+	for range maxRetries {
+		err := s.db.Update(fn)
+		if errors.Is(err, badger.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return wrapErr(op, err)
+		}
+		return nil
+	}
+	return newError(op, ErrContention, nil)
+}
+
+// List returns every stored lease in key order (random, since ids are). A
+// record that fails to decode is skipped and counted in bad.
+func (s *Store) List() (leases []lease.Lease, bad int, err error) {
+	err = s.db.View(func(txn *badger.Txn) error {
+		opt := badger.DefaultIteratorOptions
+		opt.Prefix = []byte{prefixLease}
+		it := txn.NewIterator(opt)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			err := it.Item().Value(func(v []byte) error {
+				l, err := decodeLease("list", v, "")
+				if err != nil {
+					bad++
+					return nil
+				}
+				leases = append(leases, l)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, wrapErr("list", err)
+	}
+	return leases, bad, nil
+}
+
+// Clock returns the persisted high-water mark of the vault's clock (the
+// zero time when none is stored).
+func (s *Store) Clock() (time.Time, error) {
+	v, err := s.getMeta(keyClock)
+	if err != nil || v == 0 {
+		return time.Time{}, err
+	}
+	return time.Unix(0, int64(v)).UTC(), nil
+}
+
+// AdvanceClock persists t as the clock's high-water mark if it is later
+// than the stored one. The mark never moves backwards.
+func (s *Store) AdvanceClock(t time.Time) error {
+	n := t.UnixNano()
+	if n <= 0 {
+		return nil
+	}
+	return s.raiseMeta("clock", keyClock, uint64(n))
+}
+
+// Epoch returns the highest key epoch recorded (0 when none).
+func (s *Store) Epoch() (uint64, error) { return s.getMeta(keyEpoch) }
+
+// RaiseEpoch records e as the highest key epoch used, if it is higher.
+func (s *Store) RaiseEpoch(e uint64) error { return s.raiseMeta("epoch", keyEpoch, e) }
+
+func (s *Store) getMeta(k []byte) (uint64, error) {
+	var v uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return it.Value(func(b []byte) error {
+			if len(b) != 8 {
+				return newError("meta", ErrCorrupt, nil)
+			}
+			v = binary.BigEndian.Uint64(b)
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, wrapErr("meta", err)
+	}
+	return v, nil
+}
+
+func (s *Store) raiseMeta(op string, k []byte, v uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retry(op, func(txn *badger.Txn) error {
+		it, err := txn.Get(k)
+		switch {
+		case err == nil:
+			var cur uint64
+			if err := it.Value(func(b []byte) error {
+				if len(b) == 8 {
+					cur = binary.BigEndian.Uint64(b)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if cur >= v {
+				return nil
+			}
+		case !errors.Is(err, badger.ErrKeyNotFound):
+			return err
+		}
+		return txn.Set(k, binary.BigEndian.AppendUint64(nil, v))
+	})
+}
