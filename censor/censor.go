@@ -134,24 +134,25 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	var refs []ownerRef
 	var pairs []Pair
 	var index [16]map[string]int32
-	res := grammar.Check(in.Doc, parser, plan.MaxParents, func(part int, s grammar.Span) {
-		if s.Kind != grammar.SpanOwner {
-			return
+	res, owners := grammar.CheckOwners(in.Doc, parser, plan.MaxParents)
+	for part, spans := range owners {
+		text := in.Doc.Parts[part].Text
+		for _, s := range spans {
+			raw := text[s.Off : s.Off+s.Len]
+			m := index[s.Category]
+			if m == nil {
+				m = map[string]int32{}
+				index[s.Category] = m
+			}
+			id, ok := m[string(raw)]
+			if !ok {
+				id = int32(len(pairs))
+				m[string(raw)] = id
+				pairs = append(pairs, Pair{Category: s.Category, Value: grammar.Unescape(raw)})
+			}
+			refs = append(refs, ownerRef{part: int32(part), off: int32(s.Off), n: int32(s.Len), pair: id})
 		}
-		raw := in.Doc.Parts[part].Text[s.Off : s.Off+s.Len]
-		m := index[s.Category]
-		if m == nil {
-			m = map[string]int32{}
-			index[s.Category] = m
-		}
-		id, ok := m[string(raw)]
-		if !ok {
-			id = int32(len(pairs))
-			m[string(raw)] = id
-			pairs = append(pairs, Pair{Category: s.Category, Value: grammar.Unescape(raw)})
-		}
-		refs = append(refs, ownerRef{part: int32(part), off: int32(s.Off), n: int32(s.Len), pair: id})
-	})
+	}
 	if !res.OK() {
 		return nil, &RefusedError{Refusals: res.Refusals}
 	}

@@ -17,7 +17,7 @@ var benchInput struct {
 }
 
 // benchSetup generates a 64 MiB projection over a vulndb-sized vocabulary.
-func benchSetup(b *testing.B) {
+func benchSetup(b testing.TB) {
 	benchInput.once.Do(func() {
 		gv := gen.NewVocab()
 		v, err := LoadVocabulary(gv.JSON())

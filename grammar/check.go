@@ -44,6 +44,30 @@ func Check(d *Document, p *Parser, maxParents int, emit func(part int, s Span)) 
 	return res
 }
 
+// CheckOwners is Check returning, instead of every span, the owner spans of
+// each part (in order). Large parts are parsed on all CPUs. The spans are
+// meaningful only when the result is OK.
+func CheckOwners(d *Document, p *Parser, maxParents int) (Result, [][]Span) {
+	res := Result{Parts: len(d.Parts), Label: Join(d.Parts)}
+	res.Refusals = CheckLineage(d.Parts, maxParents)
+	owners := make([][]Span, len(d.Parts))
+	for i := range d.Parts {
+		part := &d.Parts[i]
+		spans, st, refs := p.Owners(part.Text)
+		owners[i] = spans
+		res.Stats.Add(st)
+		for _, r := range refs {
+			if len(res.Refusals) >= p.lim.MaxRefusals {
+				break
+			}
+			r.Part, r.Kind = i, part.Kind
+			res.Refusals = append(res.Refusals, r)
+		}
+	}
+	sortRefusals(res.Refusals)
+	return res, owners
+}
+
 // sortRefusals orders refusals by part, then position (lineage refusals,
 // which have line 0, first within a part).
 func sortRefusals(rs []Refusal) {

@@ -2,7 +2,10 @@ package grammar
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"runtime"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -107,67 +110,167 @@ func (r *Refusal) Where() string {
 // records exactly. If any refusal is returned the text is refused as a whole
 // and the spans must be discarded. Refusals are positioned in text, with Part
 // 0 and Kind empty for the caller to set; at most Limits.MaxRefusals are
-// returned.
+// returned. Without emit, a large text is parsed on all CPUs.
 func (p *Parser) Parse(text []byte, emit func(Span)) (Stats, []Refusal) {
-	var st Stats
-	var refs []Refusal
 	if len(text) > p.lim.MaxText {
-		return st, []Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
+		return Stats{}, []Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
 	}
-	r := recParser{p: p, v: p.v, text: text, emit: emit != nil}
-	line := 0
-	for pos := 0; pos < len(text); {
+	if emit == nil {
+		st, _, refs := p.parallel(text, spansNone)
+		return st, refs
+	}
+	var refs []Refusal
+	r := recParser{p: p, v: p.v, text: text, mode: spansAll}
+	st := r.run(0, len(text), 0, func(spans []Span) {
+		for _, s := range spans {
+			emit(s)
+		}
+	}, &refs)
+	return st, refs
+}
+
+// Owners parses text like Parse and returns only its owner spans, in order.
+// It uses all CPUs for a large text.
+func (p *Parser) Owners(text []byte) ([]Span, Stats, []Refusal) {
+	if len(text) > p.lim.MaxText {
+		return nil, Stats{}, []Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
+	}
+	st, spans, refs := p.parallel(text, spansOwners)
+	return spans, st, refs
+}
+
+// parallelMin is the smallest text split across CPUs.
+const parallelMin = 4 << 20
+
+// parallel parses text in chunks split at record boundaries, one goroutine
+// per CPU, and merges stats, owner spans and refusals in text order.
+func (p *Parser) parallel(text []byte, mode spanMode) (Stats, []Span, []Refusal) {
+	n := runtime.GOMAXPROCS(0)
+	if n > 8 {
+		n = 8
+	}
+	if len(text) < parallelMin || n < 2 {
+		n = 1
+	}
+	bounds := make([]int, 0, n+1)
+	bounds = append(bounds, 0)
+	for k := 1; k < n; k++ {
+		at := max(len(text)*k/n, bounds[len(bounds)-1])
+		if i := bytes.IndexByte(text[at:], '\n'); i >= 0 {
+			at += i + 1
+		} else {
+			at = len(text)
+		}
+		bounds = append(bounds, at)
+	}
+	bounds = append(bounds, len(text))
+	type result struct {
+		st    Stats
+		spans []Span
+		refs  []Refusal
+		lines int
+	}
+	res := make([]result, len(bounds)-1)
+	var wg sync.WaitGroup
+	for k := range res {
+		from, to := bounds[k], bounds[k+1]
+		work := func() {
+			r := recParser{p: p, v: p.v, text: text, mode: mode}
+			out := &res[k]
+			out.st = r.run(from, to, 0, func(spans []Span) { out.spans = append(out.spans, spans...) }, &out.refs)
+			if k < len(res)-1 {
+				out.lines = bytes.Count(text[from:to], []byte{'\n'})
+			}
+		}
+		if len(res) == 1 {
+			work()
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); work() }()
+	}
+	wg.Wait()
+	var st Stats
+	var spans []Span
+	var refs []Refusal
+	base := 0
+	for _, r := range res {
+		st.Add(r.st)
+		spans = append(spans, r.spans...)
+		for _, f := range r.refs {
+			if len(refs) < p.lim.MaxRefusals {
+				f.Line += base
+				refs = append(refs, f)
+			}
+		}
+		base += r.lines
+	}
+	return st, spans, refs
+}
+
+// run parses the records of text[from:to] (to is the end of text or just
+// after an LF), numbering lines from lineBase+1. It calls sink with the spans
+// of each accepted record and appends refusals to refs, stopping at the
+// limit. It returns the stats of the accepted records.
+func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refusal) Stats {
+	var st Stats
+	text, p := r.text, r.p
+	line := lineBase
+	for pos := from; pos < to; {
 		line++
-		nl := bytes.IndexByte(text[pos:], '\n')
+		nl := bytes.IndexByte(text[pos:to], '\n')
 		var bad *Refusal
 		next := pos + nl + 1
 		switch {
-		case nl < 0 && len(text)-pos > p.lim.MaxRecord, nl+1 > p.lim.MaxRecord:
+		case nl < 0 && to-pos > p.lim.MaxRecord, nl+1 > p.lim.MaxRecord:
 			n := nl + 1
 			if nl < 0 {
-				n = len(text) - pos
+				n = to - pos
 			}
 			bad = &Refusal{Code: receipts.LimitExceeded, Offset: pos, Length: n}
 		case nl < 0:
 			// The last record has no LF. Report what is wrong inside it first,
 			// if anything, else the missing terminator.
-			r.start, r.rec = pos, text[pos:]
+			r.start, r.rec = pos, text[pos:to]
 			if bad = r.record(); bad == nil {
-				bad = &Refusal{Code: receipts.MalformedRecord, Offset: len(text), Length: 0}
-				if len(text) > 0 {
-					bad.Offset, bad.Length = len(text)-1, 1
-				}
+				bad = &Refusal{Code: receipts.MalformedRecord, Offset: to - 1, Length: 1}
 			}
 		default:
 			r.start, r.rec = pos, text[pos:pos+nl]
 			bad = r.record()
 		}
 		if nl < 0 {
-			next = len(text)
+			next = to
 		}
 		if bad != nil {
 			bad.Line = line
 			bad.Column = bad.Offset - pos + 1
-			if bad.Offset < pos { // cannot happen; keep the position sane
-				bad.Column = 1
-			}
-			refs = append(refs, *bad)
-			if len(refs) >= p.lim.MaxRefusals {
-				return st, refs
+			*refs = append(*refs, *bad)
+			if len(*refs) >= p.lim.MaxRefusals {
+				return st
 			}
 		} else {
 			st.Add(r.st)
-			if emit != nil {
-				for _, s := range r.spans {
-					emit(s)
-				}
-				emit(Span{Off: pos + nl, Len: 1, Kind: SpanLiteral, Literal: LiteralLF})
+			if r.mode == spansAll {
+				r.spans = append(r.spans, Span{Off: pos + nl, Len: 1, Kind: SpanLiteral, Literal: LiteralLF})
+			}
+			if r.mode != spansNone && len(r.spans) > 0 {
+				sink(r.spans)
 			}
 		}
 		pos = next
 	}
-	return st, refs
+	return st
 }
+
+// spanMode says which spans a recParser collects.
+type spanMode uint8
+
+const (
+	spansNone spanMode = iota
+	spansOwners
+	spansAll
+)
 
 // recParser parses one record. Its fields are reset for every record.
 type recParser struct {
@@ -176,7 +279,7 @@ type recParser struct {
 	text    []byte
 	start   int    // offset of rec in text
 	rec     []byte // the record without its LF
-	emit    bool
+	mode    spanMode
 	spans   []Span
 	st      Stats
 	scratch []byte
@@ -187,14 +290,14 @@ func (r *recParser) refuse(code receipts.Code, off, n int) *Refusal {
 }
 
 func (r *recParser) lit(l Literal, off, n int, c Category) {
-	if r.emit {
+	if r.mode == spansAll {
 		r.spans = append(r.spans, Span{Off: r.start + off, Len: n, Kind: SpanLiteral, Literal: l, Category: c})
 	}
 }
 
 func (r *recParser) pub(c Class, item int32, off, n int) {
 	r.st.PublicItems++
-	if r.emit {
+	if r.mode == spansAll {
 		r.spans = append(r.spans, Span{Off: r.start + off, Len: n, Kind: SpanPublic, Class: c, Item: item})
 	}
 }
@@ -202,7 +305,7 @@ func (r *recParser) pub(c Class, item int32, off, n int) {
 // field returns the end of the field starting at off: the next SP or the end
 // of the record.
 func (r *recParser) field(off int) int {
-	if i := bytes.IndexByte(r.rec[off:], ' '); i >= 0 {
+	if i := spaceIndex(r.rec[off:]); i >= 0 {
 		return off + i
 	}
 	return len(r.rec)
@@ -407,7 +510,7 @@ func (r *recParser) owners(off int) *Refusal {
 		}
 		r.lit(LiteralOwner, off, vstart-off, cat)
 		r.st.Owners[cat]++
-		if r.emit {
+		if r.mode != spansNone {
 			r.spans = append(r.spans, Span{Off: r.start + vstart, Len: vend - vstart, Kind: SpanOwner, Category: cat})
 		}
 		r.lit(LiteralQuote, vend, 1, 0)
@@ -425,6 +528,11 @@ func (r *recParser) value(off int) (end int, escaped, nonASCII bool, bad *Refusa
 	rec := r.rec
 	i := off
 	for {
+		// Skip plain ASCII eight bytes at a time: no byte ≥ 0x80, < 0x20,
+		// DEL, '"' or '\\'.
+		for i+8 <= len(rec) && plainWord(binary.LittleEndian.Uint64(rec[i:])) {
+			i += 8
+		}
 		for i < len(rec) && valueByte[rec[i]] == vbPlain {
 			i++
 		}
@@ -515,4 +623,17 @@ func Escape(dst, val []byte) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// plainWord reports whether all eight bytes of x are plain value bytes:
+// printable ASCII other than '"' and '\\'.
+func plainWord(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	bad := x & highs                             // ≥ 0x80
+	bad |= (x - 0x2020202020202020) &^ x & highs // < 0x20 (exact when no byte ≥ 0x80)
+	bad |= zero(x ^ 0x2222222222222222)          // '"'
+	bad |= zero(x ^ 0x5c5c5c5c5c5c5c5c)          // '\\'
+	bad |= zero(x ^ 0x7f7f7f7f7f7f7f7f)          // DEL
+	return bad == 0
 }

@@ -109,7 +109,7 @@ func LoadVocabulary(data []byte) (*Vocabulary, error) {
 			keys = append(keys, []byte(it))
 		}
 		all = append(all, keys...)
-		return newStrset(keys), nil
+		return newStrset(keys, false), nil
 	}
 	noAt := func(s string) string {
 		if bytes.IndexByte([]byte(s), '@') >= 0 {
@@ -163,12 +163,13 @@ func LoadVocabulary(data []byte) (*Vocabulary, error) {
 			deps = append(deps, d)
 		}
 	}
-	v.deps = newStrset(deps)
+	v.deps = newStrset(deps, false)
 	v.depMod = make([]int32, v.deps.len())
-	for i, d := range v.deps.keys {
+	for i := range v.depMod {
+		d := v.deps.keyAt(int32(i))
 		v.depMod[i] = v.modules.lookup(d[:bytes.IndexByte(d, '@')])
 	}
-	v.all = newStrset(all)
+	v.all = newStrset(all, true)
 	return v, nil
 }
 
@@ -221,13 +222,13 @@ func (v *Vocabulary) Item(c Class, idx int32) []byte {
 		if idx < 0 || int(idx) >= v.deps.len() {
 			return nil
 		}
-		d := v.deps.keys[idx]
+		d := v.deps.keyAt(idx)
 		return d[bytes.IndexByte(d, '@')+1:]
 	}
 	if s == nil || idx < 0 || int(idx) >= s.len() {
 		return nil
 	}
-	return s.keys[idx]
+	return s.keyAt(idx)
 }
 
 // Size returns the number of items per class.
