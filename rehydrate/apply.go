@@ -1,0 +1,217 @@
+package rehydrate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// Result is a rehydrated return.
+type Result struct {
+	// Output is the RFC 8785 canonical JSON of the return with every
+	// substitution made. It holds restored owner values: the caller owns
+	// it and should clear it when done.
+	Output []byte
+	// ReturnDigest is receipts.SHA256 of the return as given.
+	ReturnDigest string
+	// FinalDigest is receipts.SHA256 of Output.
+	FinalDigest string
+	// Substitutions counts the substitutions per category; categories
+	// without substitutions are absent.
+	Substitutions map[string]int
+}
+
+// Rehydrate validates a return (Validate) and, only if nothing is refused,
+// substitutes it (Plan.Apply). On any error the Result is empty: a refused
+// return never yields output.
+func Rehydrate(ret []byte, s *Schema, l Lease, iss Issued) (Result, error) {
+	p, err := Validate(ret, s, l, iss)
+	if err != nil {
+		return Result{}, err
+	}
+	return p.Apply(iss)
+}
+
+// Apply substitutes every planned token with its value from iss and writes
+// the canonical output. iss must answer as it did at Validate: a token no
+// longer issued under its category, a value that is empty or not UTF-8, or
+// an error from AppendValue discards everything written so far (it is
+// cleared) and returns an empty Result.
+//
+// Each value is read twice, once to size the output and once to write it,
+// so that the output is allocated once and no grown-out copy of a value is
+// left behind; the buffer that receives values is cleared after each one.
+// Slices returned by AppendValue become owned by Apply, which clears them.
+func (p *Plan) Apply(iss Issued) (Result, error) {
+	if p == nil || p.root == nil || iss == nil {
+		return Result{}, ErrInvalidArgument
+	}
+	w := writer{iss: iss, purpose: p.purpose, scratch: make([]byte, 0, 256)}
+	defer w.wipe()
+
+	// Pass 1: check every token again and size the values.
+	for _, st := range p.sites {
+		if got, issued := iss.Lookup(st.val.Str); !issued || got != categories[st.cat] {
+			return Result{}, ErrStalePlan
+		}
+		val, err := w.fetch(st.val.Str)
+		if err != nil {
+			return Result{}, err
+		}
+		w.budget += escLen(val)
+		clear(val)
+	}
+
+	// Pass 2: write. Canonical output is never longer than the return
+	// outside the substituted strings, and each substituted string is at
+	// most its value's escaped length plus the two quotes its token's
+	// literal already counted, so this capacity is never exceeded.
+	out := make([]byte, 0, p.size+w.budget)
+	w.out = out
+	err := w.emit(p.root, p.schema)
+	if err == nil && !sameArray(w.out, out) {
+		err = errors.New("rehydrate: internal error: output outgrew its bound")
+	}
+	if err != nil {
+		clear(w.out[:cap(w.out)])
+		clear(out[:cap(out)])
+		return Result{}, err
+	}
+	return Result{
+		Output:        w.out,
+		ReturnDigest:  p.digest,
+		FinalDigest:   receipts.SHA256(w.out),
+		Substitutions: p.Substitutions(),
+	}, nil
+}
+
+type writer struct {
+	iss     Issued
+	purpose string
+	scratch []byte // receives each value; cleared after use
+	budget  int    // escaped length of all values, from pass 1
+	used    int    // escaped length written so far
+	out     []byte
+	order   []int
+}
+
+func (w *writer) wipe() { clear(w.scratch[:cap(w.scratch)]) }
+
+// sameArray reports whether a and b share their backing array's start.
+func sameArray(a, b []byte) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:cap(a)][0] == &b[:cap(b)][0]
+}
+
+// fetch reads the value of tok into the scratch buffer. If AppendValue had
+// to grow the buffer, the old one is cleared.
+func (w *writer) fetch(tok []byte) ([]byte, error) {
+	val, err := w.iss.AppendValue(w.scratch[:0], tok)
+	if !sameArray(val, w.scratch) {
+		clear(w.scratch[:cap(w.scratch)])
+		if cap(val) > 0 {
+			w.scratch = val[:0]
+		}
+	}
+	if err != nil {
+		clear(val)
+		return nil, fmt.Errorf("rehydrate: reading a token value: %w", err)
+	}
+	if len(val) == 0 || !utf8.Valid(val) {
+		clear(val)
+		return nil, ErrInvalidValue
+	}
+	return val, nil
+}
+
+// escLen returns the length of b as the inside of a canonical JSON string
+// (RFC 8785 escapes: two bytes for " \ \b \f \n \r \t, six for other
+// controls).
+func escLen(b []byte) int {
+	n := len(b)
+	for _, c := range b {
+		switch {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n++
+		case c < 0x20:
+			n += 5
+		}
+	}
+	return n
+}
+
+// emit writes val, validated against n, in canonical form. Object keys are
+// declared property names (ASCII letters, digits, '_' and '-'), so byte
+// order is RFC 8785's UTF-16 order and no key needs escaping.
+func (w *writer) emit(val *receipts.Value, n *node) error {
+	switch n.kind {
+	case kindObject:
+		ms := val.Members
+		base := len(w.order)
+		for i := range ms {
+			w.order = append(w.order, i)
+		}
+		order := w.order[base:]
+		sortMembers(order, ms)
+		w.out = append(w.out, '{')
+		for j, i := range order {
+			if j > 0 {
+				w.out = append(w.out, ',')
+			}
+			w.out = append(w.out, '"')
+			w.out = append(w.out, ms[i].Key...)
+			w.out = append(w.out, '"', ':')
+			if err := w.emit(&ms[i].Value, n.props[string(ms[i].Key)]); err != nil {
+				return err
+			}
+		}
+		w.order = w.order[:base]
+		w.out = append(w.out, '}')
+		return nil
+	case kindArray:
+		w.out = append(w.out, '[')
+		for i := range val.Elems {
+			if i > 0 {
+				w.out = append(w.out, ',')
+			}
+			if err := w.emit(&val.Elems[i], n.items); err != nil {
+				return err
+			}
+		}
+		w.out = append(w.out, ']')
+		return nil
+	}
+	if !n.markedFor(w.purpose) {
+		var err error
+		w.out, err = val.AppendCanonical(w.out)
+		return err
+	}
+	v, err := w.fetch(val.Str)
+	if err != nil {
+		return err
+	}
+	defer clear(v)
+	if w.used += escLen(v); w.used > w.budget {
+		return ErrStalePlan
+	}
+	s := receipts.Value{Kind: receipts.String, Str: v}
+	w.out, err = s.AppendCanonical(w.out)
+	return err
+}
+
+// sortMembers orders the member indices by key bytes: insertion sort for
+// the small objects returns are made of, a full sort for large ones.
+func sortMembers(order []int, ms []receipts.Member) {
+	if len(order) > 12 {
+		slices.SortFunc(order, func(a, b int) int { return bytes.Compare(ms[a].Key, ms[b].Key) })
+		return
+	}
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && bytes.Compare(ms[order[j-1]].Key, ms[order[j]].Key) > 0; j-- {
+			order[j-1], order[j] = order[j], order[j-1]
+		}
+	}
+}
