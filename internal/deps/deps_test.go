@@ -1,0 +1,113 @@
+package deps
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/privacycut/privacycut"
+
+// policy is the statement of policy: for each package (a prefix: it covers
+// its sub-packages), the project packages it may depend on, directly or not.
+// A package not listed may depend on anything (commands, tests, internal/cli).
+var policy = map[string][]string{
+	"receipts":     {},
+	"grammar":      {"receipts"},
+	"censor":       {"grammar", "receipts"},
+	"verifier":     {"receipts", "verifier"},
+	"egress":       {"receipts"},
+	"lease":        {"receipts"},
+	"rehydrate":    {"receipts"},
+	"vault":        {"vault", "lease", "rehydrate", "receipts"},
+	"internal/gen": {},
+}
+
+// TestImportPolicy fails when a package depends on a project package the
+// policy does not allow — above all, when the verifier depends on the
+// censor or the grammar, with which it must share no parsing code.
+func TestImportPolicy(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,Deps", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	checked := map[string]bool{}
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		rel, ok := strings.CutPrefix(p.ImportPath, module+"/")
+		if !ok {
+			continue
+		}
+		rule, allowed := ruleFor(rel)
+		if rule == "" {
+			continue
+		}
+		checked[rule] = true
+		for _, d := range p.Deps {
+			drel, ok := strings.CutPrefix(d, module+"/")
+			if !ok {
+				continue
+			}
+			if !permitted(drel, allowed) {
+				t.Errorf("%s depends on %s; policy for %s allows only %v", rel, drel, rule, allowed)
+			}
+		}
+	}
+	var missing []string
+	for rule := range policy {
+		if !checked[rule] {
+			missing = append(missing, rule)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("policy names packages that do not exist: %v", missing)
+	}
+}
+
+func ruleFor(rel string) (string, []string) {
+	best := ""
+	for rule := range policy {
+		if (rel == rule || strings.HasPrefix(rel, rule+"/")) && len(rule) > len(best) {
+			best = rule
+		}
+	}
+	if best == "" {
+		return "", nil
+	}
+	return best, policy[best]
+}
+
+func permitted(dep string, allowed []string) bool {
+	for _, a := range allowed {
+		if dep == a || strings.HasPrefix(dep, a+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPolicyBites checks the checker itself: the verifier importing the
+// grammar would be reported.
+func TestPolicyBites(t *testing.T) {
+	_, allowed := ruleFor("verifier")
+	if permitted("grammar", allowed) || permitted("censor", allowed) {
+		t.Fatal("the policy lets the verifier import the grammar or the censor")
+	}
+	if _, allowed := ruleFor("verifier/internal/verifierpb"); permitted("grammar", allowed) {
+		t.Fatal("sub-packages of the verifier are not covered")
+	}
+	if !permitted("receipts", allowed) {
+		t.Fatal("the verifier may import receipts")
+	}
+}
