@@ -10,7 +10,14 @@ type matcher struct {
 	nodes []acNode
 	kids  []acKid
 	root  [256]int32 // complete transition table of the root
+	// delta is the complete transition table of every state (state<<8 |
+	// byte), built when the automaton is small enough: one lookup per byte.
+	delta []int32
 }
+
+// denseMax is the largest automaton that gets a complete transition table
+// (256 int32 per state: 16 MiB at most).
+const denseMax = 1 << 14
 
 type acNode struct {
 	first, n int32 // children: kids[first : first+n], sorted by byte
@@ -61,6 +68,7 @@ func newMatcher(patterns [][]byte) *matcher {
 	}
 	// Breadth-first: fail links and dictionary links.
 	queue := make([]int32, 0, len(m.nodes))
+	order := make([]int32, 0, len(m.nodes))
 	for _, k := range m.kids[m.nodes[0].first : m.nodes[0].first+m.nodes[0].n] {
 		m.root[k.b] = k.to
 		queue = append(queue, k.to)
@@ -68,6 +76,7 @@ func newMatcher(patterns [][]byte) *matcher {
 	for len(queue) > 0 {
 		u := queue[0]
 		queue = queue[1:]
+		order = append(order, u)
 		nu := m.nodes[u]
 		for _, k := range m.kids[nu.first : nu.first+nu.n] {
 			v := k.to
@@ -90,6 +99,19 @@ func newMatcher(patterns [][]byte) *matcher {
 				m.nodes[v].dict = m.nodes[fv].dict
 			}
 			queue = append(queue, v)
+		}
+	}
+	if len(m.nodes) <= denseMax {
+		// Breadth-first order: a state's fail state is complete before it.
+		m.delta = make([]int32, len(m.nodes)<<8)
+		copy(m.delta, m.root[:])
+		for _, u := range order {
+			row := m.delta[int(u)<<8 : int(u+1)<<8]
+			copy(row, m.delta[int(m.nodes[u].fail)<<8:int(m.nodes[u].fail+1)<<8])
+			n := m.nodes[u]
+			for _, k := range m.kids[n.first : n.first+n.n] {
+				row[k.b] = k.to
+			}
 		}
 	}
 	return m
@@ -130,14 +152,12 @@ func (m *matcher) scan(text []byte, from, to int, fn func(start, end int) bool) 
 	s := int32(0)
 	for i := from; i < to; i++ {
 		c := text[i]
-		for {
-			if t, ok := m.step(s, c); ok {
-				s = t
-				break
-			}
-			s = m.nodes[s].fail
+		if m.delta != nil {
+			s = m.delta[int(s)<<8|int(c)]
+		} else {
+			s = m.stepFail(s, c)
 		}
-		if s == 0 {
+		if s == 0 || (m.nodes[s].out == 0 && m.nodes[s].dict <= 0) {
 			continue
 		}
 		o := s
@@ -150,5 +170,15 @@ func (m *matcher) scan(text []byte, from, to int, fn func(start, end int) bool) 
 			}
 			o = m.nodes[o].dict
 		}
+	}
+}
+
+// stepFail follows fail links until a transition on c exists.
+func (m *matcher) stepFail(s int32, c byte) int32 {
+	for {
+		if t, ok := m.step(s, c); ok {
+			return t
+		}
+		s = m.nodes[s].fail
 	}
 }

@@ -26,8 +26,10 @@ func grpcPair(t *testing.T) (Checker, *plugin.GRPCClient) {
 	t.Helper()
 	client, server := plugin.TestPluginGRPCConn(t, false, PluginMap())
 	t.Cleanup(func() {
-		client.Close()
+		// Stop the server first: client.Close asks the server's controller
+		// to stop it, which would race with a second Stop here.
 		server.Stop()
+		client.Close()
 	})
 	raw, err := client.Dispense(PluginName)
 	if err != nil {

@@ -216,13 +216,19 @@ func TestMatcherAgainstNaive(t *testing.T) {
 				}
 			}
 		}
-		var got []m
-		newMatcher(pats).scan(text, 0, len(text), func(s, e int) bool {
-			got = append(got, m{s, e})
-			return true
-		})
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("iteration %d: patterns %q text %q (-want +got):\n%s", iter, pats, text, diff)
+		mt := newMatcher(pats)
+		for _, dense := range []bool{true, false} {
+			if !dense {
+				mt.delta = nil // the fail-link walk used for large automata
+			}
+			var got []m
+			mt.scan(text, 0, len(text), func(s, e int) bool {
+				got = append(got, m{s, e})
+				return true
+			})
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("iteration %d dense=%v: patterns %q text %q (-want +got):\n%s", iter, dense, pats, text, diff)
+			}
 		}
 	}
 }

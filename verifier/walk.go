@@ -325,6 +325,11 @@ func skeletonDiff(s []byte, ss []span, e []byte, es []span) int {
 	return -1
 }
 
+// lazyWhere formats a position only when a detail is written.
+type lazyWhere struct{ part, line, recStart, off, length int }
+
+func (w lazyWhere) String() string { return where(w.part, w.line, w.recStart, w.off, w.length) }
+
 // pairSlots checks the owner slots of one paired record: each export slot
 // must hold a token of the slot's category (owners-replaced), and tokens
 // must be consistent across the cut and of the plan's mode
@@ -340,7 +345,7 @@ func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []sp
 		ep := es[i]
 		sv, tv := s[sp.start:sp.end], e[ep.start:ep.end]
 		cat := int(sp.cat)
-		pos := where(p, line, eStart, ep.start, ep.end-ep.start)
+		pos := lazyWhere{p, line, eStart, ep.start, ep.end - ep.start}
 		if !tokenOfCategory(tv, cat) {
 			own.fail("owner slot does not hold a %s token: %s", categories[cat], pos)
 		}
