@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/privacycut/privacycut/receipts"
+)
+
+// TestVectorsThroughCutVerify runs every CCTV-style vector of
+// verifier/testdata/vectors (made by a generator that imports neither the
+// censor nor the verifier) through `cut verify`: the untouched bundles pass
+// with exit 0, each seeded corruption exits 4 naming its expected claims.
+func TestVectorsThroughCutVerify(t *testing.T) {
+	files, err := filepath.Glob("../../verifier/testdata/vectors/*.txt")
+	if err != nil || len(files) < 12 {
+		t.Fatalf("vectors: %v (%d files)", err, len(files))
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".txt")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			comment, f := parseTxtar(data)
+			header := strings.SplitN(comment, "\n", 2)[0]
+			expect, ok := strings.CutPrefix(header, "expect: ")
+			if !ok {
+				t.Fatalf("no expect header: %q", header)
+			}
+			e := newTestEnv(t)
+			key := make([]byte, 32)
+			hex := strings.TrimSpace(string(f["key.hex"]))
+			for i := range key {
+				var b byte
+				for _, c := range hex[2*i : 2*i+2] {
+					b = b<<4 | byte(strings.IndexRune("0123456789abcdef", c))
+				}
+				key[i] = b
+			}
+			keyPath := filepath.Join(e.dir, "evidence.key")
+			if err := os.WriteFile(keyPath, key, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var rs []receipts.TransformationReceipt
+			if err := receipts.Unmarshal(f["receipts.json"], &rs, receipts.Options{}); err != nil {
+				// A vector may carry receipts that do not decode as receipts;
+				// the bundle then holds none.
+				rs = nil
+			}
+			exportCanon, err := receipts.Canonicalize(f["export.json"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			bundle := receipts.Bundle{Schema: receipts.SchemaBundle, Export: exportCanon,
+				ExportDigest: strings.TrimSpace(string(f["export_digest"])), Receipts: rs}
+			bb, err := receipts.Marshal(bundle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A bundle embeds the export as a JSON value, whose bytes are its
+			// canonical form: a vector whose export is not canonical (an extra
+			// byte outside the texts) arrives here canonicalised, still bound
+			// to the digest of the altered bytes, and must fail the same way.
+			args := []string{"verify", "--verifier", "inprocess", "--json", "--evidence-key", keyPath,
+				"--vocab", e.write(t, "vocab.json", string(f["vocab.json"])),
+				"--plan", e.write(t, "plan.json", string(f["plan.json"])),
+				"--source", e.write(t, "source.json", string(f["source.json"])),
+				e.write(t, "bundle.json", string(bb))}
+			code, out, errb := e.run(t, args...)
+			var v receipts.Verification
+			if err := receipts.Unmarshal(out, &v, receipts.Options{}); err != nil {
+				t.Fatalf("exit %d, stdout not a verification: %v\n%s\n%s", code, err, out, errb)
+			}
+			if expect == "pass" {
+				if code != ExitOK || v.Verdict != "pass" {
+					t.Fatalf("exit %d, failed %v", code, v.Failed())
+				}
+				return
+			}
+			want := strings.Split(strings.TrimPrefix(expect, "fail "), ",")
+			if code != ExitVerifyNo || v.Verdict != "fail" {
+				t.Fatalf("exit %d verdict %s, want 4 fail", code, v.Verdict)
+			}
+			for _, claim := range want {
+				if !contains(v.Failed(), claim) {
+					t.Errorf("claim %s not failed; failed %v", claim, v.Failed())
+				}
+			}
+		})
+	}
+}
+
+// parseTxtar splits a txtar archive into its comment and files.
+func parseTxtar(data []byte) (string, map[string][]byte) {
+	files := map[string][]byte{}
+	var comment strings.Builder
+	name := ""
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		trimmed := strings.TrimSuffix(line, "\n")
+		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
+			name = strings.TrimSpace(trimmed[3 : len(trimmed)-3])
+			files[name] = []byte{}
+			continue
+		}
+		if name == "" {
+			comment.WriteString(line)
+		} else {
+			files[name] = append(files[name], line...)
+		}
+	}
+	return comment.String(), files
+}
