@@ -208,9 +208,13 @@ const hexDigits = "0123456789abcdef"
 // with the RFC 8785 escapes: \" \\ \b \f \n \r \t, other controls as \u00xx
 // in lower-case hex, everything else literally.
 func appendCanonString(dst, s []byte) []byte {
+	dst = slices.Grow(dst, len(s)+2)
 	dst = append(dst, '"')
 	i := 0
 	for {
+		n := len(dst)
+		c, _ := copyPlain(dst[n:cap(dst)], s[i:])
+		i, dst = i+c, dst[:n+c]
 		k, _ := scanPlain(s, i)
 		dst = append(dst, s[i:k]...)
 		if k >= len(s) {

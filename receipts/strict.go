@@ -151,15 +151,13 @@ type parser struct {
 	data     []byte
 	maxDepth int
 	depth    int
-	arena    []byte   // current chunk for small decoded strings
+	arena    []byte   // decoded strings; see room and grow
 	vals     []Value  // stack of array elements being collected
 	mems     []Member // stack of object members being collected
 }
 
-const (
-	arenaChunk = 16 << 10 // bytes per chunk of small strings
-	arenaMax   = 512      // strings longer than this get their own allocation
-)
+// arenaChunk is the size of the first chunk of decoded strings.
+const arenaChunk = 16 << 10
 
 func (p *parser) fail(code Code, off, length int, reason string) error {
 	return newSyntaxError(p.data, code, off, length, reason)
@@ -418,8 +416,8 @@ func validNumber(s string) bool {
 
 // closingQuote returns the offset of the quote that closes the string whose
 // content starts at start, or -1. A quote preceded by an odd number of
-// backslashes is escaped. The result only sizes buffers; the decoding loop
-// in str is what decides validity.
+// backslashes is escaped. It is only used on the error path, to measure a
+// key already known to be a valid string.
 func closingQuote(data []byte, start int) int {
 	i := start
 	for {
@@ -439,41 +437,64 @@ func closingQuote(data []byte, start int) int {
 	}
 }
 
-// alloc returns an empty slice with capacity n for a decoded string. Small
-// strings share chunks; each returned slice is capped so that appending to it
-// can never overwrite a neighbour.
-func (p *parser) alloc(n int) []byte {
-	if n > arenaMax {
-		return make([]byte, 0, n)
-	}
-	if cap(p.arena)-len(p.arena) < n {
-		p.arena = make([]byte, 0, arenaChunk)
+// Decoded strings are stored in an arena. The decoded bytes of all strings
+// that start at or after offset i never exceed len(data)-i, because every
+// escape is longer than what it decodes to. The first chunk is therefore at
+// most arenaChunk bytes (and at most the rest of the document); when a
+// string outgrows it, one buffer sized to the rest of the document takes
+// that string and every later one. A document costs at most two
+// allocations for its strings, holding at most arenaChunk+len(data) bytes,
+// and no string is scanned twice.
+
+// room returns an empty slice at the free end of the arena.
+func (p *parser) room(i int) []byte {
+	if len(p.arena) == cap(p.arena) {
+		p.arena = make([]byte, 0, min(arenaChunk, len(p.data)-i))
 	}
 	l := len(p.arena)
-	return p.arena[l : l : l+n]
+	return p.arena[l:l]
+}
+
+// grow moves dst, being decoded at offset i, into a buffer that can hold
+// the rest of the document's strings.
+func (p *parser) grow(dst []byte, i int) []byte {
+	b := make([]byte, len(dst), len(dst)+len(p.data)-i)
+	copy(b, dst)
+	return b
 }
 
 // str decodes the string whose opening quote is at q. It returns the decoded
-// bytes and the offset just past the closing quote.
+// bytes, capped so that appending to them never touches a neighbour, and the
+// offset just past the closing quote.
 func (p *parser) str(q int) ([]byte, int, error) {
 	data := p.data
-	start := q + 1
-	var dst []byte
-	inArena := false
-	if end := closingQuote(data, start); end >= 0 {
-		n := end - start
-		if n == 0 {
-			return []byte{}, end + 1, nil
-		}
-		dst = p.alloc(n)
-		inArena = n <= arenaMax
-	}
-	arenaCap := cap(dst)
-	i := start
+	i := q + 1
+	dst := p.room(i)
+	moved := false
 	for {
+		// Copy while testing: input is stored into the free end of the
+		// buffer 16 bytes at a time and only the bytes before the first
+		// '"', '\\' or control byte are kept. Stores past the kept length
+		// land in free arena space.
+		run := i
+		n := len(dst)
+		c, acc := copyPlain(dst[n:cap(dst)], data[i:])
+		i, dst = i+c, dst[:n+c]
+		// The rest of the run, near the end of input or of room.
 		k, high := scanPlain(data, i)
-		if high && !utf8.Valid(data[i:k]) {
-			return nil, k, p.fail(InvalidUTF8, firstInvalid(data, i, k), 1, reasonInvalidUTF8)
+		if (high || acc&msb != 0) && !utf8.Valid(data[run:k]) {
+			return nil, k, p.fail(InvalidUTF8, firstInvalid(data, run, k), 1, reasonInvalidUTF8)
+		}
+		// Room for the rest of the run and, before a backslash, for what
+		// the escape decodes to: at most 4 bytes and at most its raw
+		// length minus one, which the closing quote bounds by
+		// len(data)-k-2. After one grow this always fits.
+		need := k - i
+		if k < len(data) && data[k] == '\\' {
+			need += max(0, min(utf8.UTFMax, len(data)-k-2))
+		}
+		if cap(dst)-len(dst) < need {
+			dst, moved = p.grow(dst, i), true
 		}
 		dst = append(dst, data[i:k]...)
 		if k >= len(data) {
@@ -481,7 +502,11 @@ func (p *parser) str(q int) ([]byte, int, error) {
 		}
 		switch c := data[k]; {
 		case c == '"':
-			if inArena && cap(dst) == arenaCap {
+			// dst is still the arena's free end unless grow moved it (or,
+			// defensively, an append reallocated it).
+			if moved || cap(dst) != cap(p.arena)-len(p.arena) {
+				p.arena = dst
+			} else {
 				p.arena = p.arena[:len(p.arena)+len(dst)]
 			}
 			return dst[:len(dst):len(dst)], k + 1, nil
@@ -594,10 +619,43 @@ const (
 	msb = 0x8080808080808080
 )
 
+// Each term is the classic zero-byte test (x-lsb)&^x&msb applied to
+// w^'"', w^'\\' and (for bytes below 0x20) w itself; the three "&^x" share
+// bit 7 with "&^w" because '"' and '\\' have bit 7 clear, so one suffices.
 func special(w uint64) uint64 {
 	q := w ^ (lsb * '"')
 	b := w ^ (lsb * '\\')
-	return ((q-lsb)&^q | (b-lsb)&^b | (w-lsb*0x20)&^w) & msb
+	return ((q - lsb) | (b - lsb) | (w - lsb*0x20)) &^ w & msb
+}
+
+// copyPlain copies src to dst 16 bytes at a time, as far as both allow,
+// stopping at the first '"', '\\' or control byte. It returns how many bytes
+// before that point were copied and the OR of those bytes' words (bit 7 of
+// any byte set means non-ASCII). dst may receive up to 15 bytes past the
+// returned count; the caller owns that space. The caller finishes the run
+// with scanPlain, which returns at once if copyPlain stopped on a special
+// byte.
+func copyPlain(dst, src []byte) (int, uint64) {
+	n := min(len(dst), len(src)) &^ 15
+	var acc uint64
+	for i := 0; i < n; i += 16 {
+		s, d := src[i:i+16:i+16], dst[i:i+16:i+16]
+		w1 := binary.LittleEndian.Uint64(s[:8])
+		w2 := binary.LittleEndian.Uint64(s[8:])
+		binary.LittleEndian.PutUint64(d[:8], w1)
+		binary.LittleEndian.PutUint64(d[8:], w2)
+		m1, m2 := special(w1), special(w2)
+		if m1|m2 != 0 {
+			if m1 != 0 {
+				c := bits.TrailingZeros64(m1) >> 3
+				return i + c, acc | w1&(1<<(8*uint(c))-1)
+			}
+			c := bits.TrailingZeros64(m2) >> 3
+			return i + 8 + c, acc | w1 | w2&(1<<(8*uint(c))-1)
+		}
+		acc |= w1 | w2
+	}
+	return n, acc
 }
 
 // scanPlain returns the offset of the first '"', '\\' or control byte at or

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -258,7 +259,7 @@ func TestParseOffsets(t *testing.T) {
 }
 
 func TestParseSharesNoMemory(t *testing.T) {
-	doc := []byte(`{"short":"abc","long":"` + strings.Repeat("y", 2*arenaMax) + `","n":12}`)
+	doc := []byte(`{"short":"abc","long":"` + strings.Repeat("y", 2*arenaChunk) + `","n":12}`)
 	v, err := Parse(doc, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -405,5 +406,120 @@ func TestKindString(t *testing.T) {
 	want := []string{"null", "bool", "number", "string", "array", "object", "Kind(9)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestParseManyStrings(t *testing.T) {
+	// Strings of every size cross the first chunk and the switch to the
+	// document-sized buffer; each must decode exactly and stay capped.
+	r := rand.New(rand.NewPCG(9, 10))
+	pieces := []string{"a", "bc", `\n`, `\"`, `\u00e9`, "é", `\ud83d\ude00`, "😀", `\\`, `\/`, "xyzxyzxyzxyz"}
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 3000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`"`)
+		n := r.IntN(40)
+		if i%500 == 7 {
+			n = 4000
+		}
+		for range n {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		b.WriteString(`"`)
+	}
+	b.WriteString("]")
+	doc := []byte(b.String())
+	v, err := Parse(doc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	if err := json.Unmarshal(doc, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Elems) != len(want) {
+		t.Fatalf("%d elements, want %d", len(v.Elems), len(want))
+	}
+	for i := range v.Elems {
+		s := v.Elems[i].Str
+		if string(s) != want[i] || len(s) != cap(s) {
+			t.Fatalf("element %d: %q (cap %d), want %q", i, s, cap(s), want[i])
+		}
+	}
+}
+
+func TestParseStringMemory(t *testing.T) {
+	// A document that is one big string costs one copy of it: no pre-scan
+	// buffer, no second copy when the string ends near the end of input.
+	line := strings.Repeat("x", 140) + `\"q\"` + `\n`
+	big := strings.Repeat(line, (4<<20)/len(line))
+	for _, s := range []string{`{"text":"` + big + `"}`, `"` + big + `"`, `["` + big + `\n"]`} {
+		doc := []byte(s)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		v, err := Parse(doc, Options{})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(len(doc))+uint64(len(doc))/8+64<<10; got > limit {
+			t.Errorf("Parse of %d bytes allocated %d bytes, limit %d", len(doc), got, limit)
+		}
+		runtime.KeepAlive(v)
+	}
+}
+
+func TestParseStringExactFit(t *testing.T) {
+	// A string that exactly fills the first chunk and ends with an escape
+	// must not trigger a second buffer: the reserve for an escape is
+	// bounded by what the rest of the document can still decode to.
+	doc := []byte(`"` + strings.Repeat("a", arenaChunk-1) + `\n"`)
+	allocs := testing.AllocsPerRun(20, func() {
+		v, err := Parse(doc, Options{})
+		if err != nil || len(v.Str) != arenaChunk || v.Str[arenaChunk-1] != '\n' {
+			t.Fatalf("Parse: %v", err)
+		}
+	})
+	if allocs > 2 { // the root Value and one string chunk
+		t.Errorf("Parse allocated %v times, want 2", allocs)
+	}
+}
+
+func TestParseStringEveryByte(t *testing.T) {
+	// Every byte value at every offset across three words of a string,
+	// with the string starting at every alignment: the word-at-a-time copy
+	// must keep exactly the bytes before the first special byte and
+	// refuse at its exact offset.
+	for align := range 8 {
+		for pos := range 24 {
+			for b := range 256 {
+				if b == '"' || b == '\\' {
+					continue
+				}
+				body := []byte(strings.Repeat("a", 24))
+				body[pos] = byte(b)
+				doc := append(append([]byte(strings.Repeat(" ", align)+`"`), body...), '"')
+				v, err := Parse(doc, Options{})
+				off := align + 1 + pos
+				switch {
+				case b < 0x20:
+					if r := asRefusal(t, err); r.Code != MalformedRecord || r.Offset != off || r.Reason != "control character in string" {
+						t.Fatalf("byte %#x at %d: %+v", b, pos, r)
+					}
+				case b >= 0x80:
+					if r := asRefusal(t, err); r.Code != InvalidUTF8 || r.Offset != off {
+						t.Fatalf("byte %#x at %d: %+v", b, pos, r)
+					}
+				default:
+					if err != nil || !bytes.Equal(v.Str, body) {
+						t.Fatalf("byte %#x at %d: %q, %v", b, pos, v.Str, err)
+					}
+				}
+			}
+		}
 	}
 }
