@@ -1,0 +1,179 @@
+package censor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/privacycut/privacycut/censor"
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/verifier"
+)
+
+var agreeNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+type agreeFixture struct {
+	vocab      *grammar.Vocabulary
+	vocabBytes []byte
+	key        *receipts.EvidenceKey
+}
+
+func newAgreeFixture(t testing.TB) *agreeFixture {
+	vb, err := os.ReadFile("../examples/vocabulary.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := grammar.LoadVocabulary(vb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := receipts.NewEvidenceKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &agreeFixture{vocab: v, vocabBytes: vb, key: k}
+}
+
+// cut runs the censor and returns the verifier request for its output, or
+// nil when the censor refuses.
+func (f *agreeFixture) cut(t testing.TB, source []byte) (*censor.Output, *verifier.Request) {
+	d, refs := grammar.LoadProjection(source, grammar.LoadOptions{})
+	if refs != nil {
+		return nil, nil
+	}
+	plan, err := censor.NewPlan(d, f.vocab, f.key, censor.PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"},
+		Purpose: "triage", Target: "https://model.example/", Now: agreeNow})
+	if err != nil {
+		return nil, nil
+	}
+	out, err := censor.Cut(context.Background(), censor.Input{Doc: d, Vocabulary: f.vocab, Plan: plan, Key: f.key})
+	var re *censor.RefusedError
+	if errors.As(err, &re) {
+		return nil, nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := receipts.Marshal(plan)
+	rb, _ := receipts.Marshal(out.Receipts)
+	return out, &verifier.Request{Source: source, Export: out.Export, ExportDigest: out.ExportDigest,
+		Plan: pb, Vocabulary: f.vocabBytes, Receipts: rb, EvidenceKey: f.key, Now: agreeNow}
+}
+
+// projectionWith builds a projection whose first record carries value as an
+// owner value of category cat, around real vocabulary items.
+func projectionWith(cat, value string, extra string) []byte {
+	text := "finding GO-2022-1059 golang.org/x/text@v0.3.7 affected fixed=v0.3.8 https://go.dev/issue/56152 owner." + cat + "=\"" + value + "\"\n" +
+		"finding GO-2022-0969 golang.org/x/net@v0.0.0-20220524220425-1d687d428aca affected https://go.dev/issue/54658 owner.module=\"" + value + "\" owner.team=\"t\"\n" + extra
+	tb, _ := json.Marshal(text)
+	return []byte(`{"schema":"Projection@1","profile":"closed-diagnostic@1","parts":[{"kind":"block","key":"k","text":` + string(tb) +
+		`,"label":{"class":"private","weight":1,"categories":[],"subjects":[],"parents":["p"],"handling":[]},"lineage":["l"]}]}`)
+}
+
+// rebind recomputes, with the evidence key, every digest that depends on the
+// export, as the strongest forger could: export digest, candidate digest,
+// receipt digests and parents. Only the content claims can then catch a
+// tampered export.
+func rebind(t testing.TB, f *agreeFixture, req *verifier.Request, out *censor.Output, export []byte) *verifier.Request {
+	var src struct {
+		Parts []struct {
+			Kind string `json:"kind"`
+			Key  string `json:"key"`
+		} `json:"parts"`
+	}
+	json.Unmarshal(req.Source, &src)
+	var exp struct {
+		Parts []struct {
+			Kind string `json:"kind"`
+			Text string `json:"text"`
+		} `json:"parts"`
+	}
+	r := *req
+	r.Export = export
+	r.ExportDigest = receipts.SHA256(export)
+	if err := json.Unmarshal(export, &exp); err != nil || len(exp.Parts) != len(src.Parts) {
+		return &r // not even an export: digests still rebound above
+	}
+	type cpart struct {
+		Kind string `json:"kind"`
+		Key  string `json:"key"`
+		Text string `json:"text"`
+	}
+	cand := struct {
+		Schema string  `json:"schema"`
+		Parts  []cpart `json:"parts"`
+	}{Schema: "Candidate@1"}
+	for i, p := range exp.Parts {
+		cand.Parts = append(cand.Parts, cpart{Kind: p.Kind, Key: src.Parts[i].Key, Text: p.Text})
+	}
+	cd, err := f.key.HMACCanonical(cand)
+	if err != nil {
+		return &r
+	}
+	rs := append([]receipts.TransformationReceipt(nil), out.Receipts...)
+	rs[0].OutputDigest = cd
+	d0, _ := rs[0].Digest()
+	rs[1].InputDigest, rs[1].OutputDigest, rs[1].ExportDigest, rs[1].Parents = cd, r.ExportDigest, r.ExportDigest, []string{d0}
+	r.Receipts, _ = receipts.Marshal(rs)
+	return &r
+}
+
+// FuzzVerifierAgrees: every projection the censor accepts passes the
+// verifier; a single-byte change to the export, with every digest recomputed
+// to match, fails it.
+func FuzzVerifierAgrees(f *testing.F) {
+	f.Add("module", "git.corp.example/payments/ledger", "", uint32(0), byte('x'))
+	f.Add("person", `Zoë \"zo\" Quill`, "ask triage.rank-by-severity owner.team=\"payments core\"\n", uint32(400), byte('1'))
+	f.Add("file", "a b@c=d", "", uint32(180), byte(' '))
+	f.Add("host", "redacted:module:1", "", uint32(77), byte('"'))
+	fx := newAgreeFixture(f)
+	f.Fuzz(func(t *testing.T, cat, value, extra string, at uint32, b byte) {
+		if strings.ContainsAny(cat, "\"\\") || len(value) > 512 || len(extra) > 512 {
+			return
+		}
+		out, req := fx.cut(t, projectionWith(cat, value, extra))
+		if out == nil {
+			return
+		}
+		v := verifier.Verify(*req)
+		if v.Verdict != "pass" {
+			t.Fatalf("censor accepted, verifier failed %v (value %q, extra %q)", v.Failed(), value, extra)
+		}
+		export := append([]byte(nil), out.Export...)
+		i := int(at) % len(export)
+		if export[i] == b {
+			return
+		}
+		export[i] = b
+		if v := verifier.Verify(*rebind(t, fx, req, out, export)); v.Verdict == "pass" {
+			t.Fatalf("export byte %d changed to %q, verifier passed:\n%s", i, b, export)
+		}
+	})
+}
+
+func TestVerifierAgreesExample(t *testing.T) {
+	fx := newAgreeFixture(t)
+	src, _ := os.ReadFile("../examples/projection.json")
+	out, req := fx.cut(t, src)
+	if out == nil {
+		t.Fatal("example refused")
+	}
+	if v := verifier.Verify(*req); v.Verdict != "pass" {
+		t.Fatalf("failed %v", v.Failed())
+	}
+	// Single-byte changes all over the example export fail, digests rebound
+	// (every 7th byte: each verification reloads the 3,000-citation vocabulary).
+	for i := 0; i < len(out.Export); i += 7 {
+		export := append([]byte(nil), out.Export...)
+		export[i] ^= 0x01
+		if v := verifier.Verify(*rebind(t, fx, req, out, export)); v.Verdict == "pass" {
+			t.Fatalf("byte %d flipped: verifier passed", i)
+		}
+	}
+}
