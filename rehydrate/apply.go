@@ -1,7 +1,6 @@
 package rehydrate
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -96,7 +95,7 @@ type writer struct {
 	budget  int    // escaped length of all values, from pass 1
 	used    int    // escaped length written so far
 	out     []byte
-	order   []int
+	order   []member // stack of objects' members being written
 }
 
 func (w *writer) wipe() { clear(w.scratch[:cap(w.scratch)]) }
@@ -144,30 +143,33 @@ func escLen(b []byte) int {
 }
 
 // emit writes val, validated against n, in canonical form. Object keys are
-// declared property names (ASCII letters, digits, '_' and '-'), so byte
-// order is RFC 8785's UTF-16 order and no key needs escaping.
+// declared property names (ASCII letters, digits, '_' and '-'): they need no
+// escaping and their byte order, precomputed as ranks, is RFC 8785's.
 func (w *writer) emit(val *receipts.Value, n *node) error {
 	switch n.kind {
 	case kindObject:
 		ms := val.Members
 		base := len(w.order)
 		for i := range ms {
-			w.order = append(w.order, i)
+			c := n.props[string(ms[i].Key)]
+			w.order = append(w.order, member{rank: c.rank, val: &ms[i].Value, n: c})
 		}
 		order := w.order[base:]
-		sortMembers(order, ms)
+		sortMembers(order)
 		w.out = append(w.out, '{')
-		for j, i := range order {
+		for j := range order {
 			if j > 0 {
 				w.out = append(w.out, ',')
 			}
+			c := order[j].n
 			w.out = append(w.out, '"')
-			w.out = append(w.out, ms[i].Key...)
+			w.out = append(w.out, c.name...)
 			w.out = append(w.out, '"', ':')
-			if err := w.emit(&ms[i].Value, n.props[string(ms[i].Key)]); err != nil {
+			if err := w.emit(order[j].val, c); err != nil {
 				return err
 			}
 		}
+		clear(order)
 		w.order = w.order[:base]
 		w.out = append(w.out, '}')
 		return nil
@@ -202,15 +204,22 @@ func (w *writer) emit(val *receipts.Value, n *node) error {
 	return err
 }
 
-// sortMembers orders the member indices by key bytes: insertion sort for
-// the small objects returns are made of, a full sort for large ones.
-func sortMembers(order []int, ms []receipts.Member) {
+// member is an object member to write, with the rank of its name.
+type member struct {
+	rank int
+	val  *receipts.Value
+	n    *node
+}
+
+// sortMembers orders members by the rank of their names: insertion sort
+// for the small objects returns are made of, a full sort for large ones.
+func sortMembers(order []member) {
 	if len(order) > 12 {
-		slices.SortFunc(order, func(a, b int) int { return bytes.Compare(ms[a].Key, ms[b].Key) })
+		slices.SortFunc(order, func(a, b member) int { return a.rank - b.rank })
 		return
 	}
 	for i := 1; i < len(order); i++ {
-		for j := i; j > 0 && bytes.Compare(ms[order[j-1]].Key, ms[order[j]].Key) > 0; j-- {
+		for j := i; j > 0 && order[j-1].rank > order[j].rank; j-- {
 			order[j-1], order[j] = order[j], order[j-1]
 		}
 	}

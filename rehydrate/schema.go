@@ -1,6 +1,7 @@
 package rehydrate
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,7 @@ type node struct {
 	name string // property name in the parent object, "" for items and root
 	path string // schema path: "$", "$.a", "$.a[*]"
 	req  bool   // a required property of its parent
+	rank int    // position of name among its siblings in RFC 8785 order
 
 	props map[string]*node // object: declared properties
 	nreq  int              // object: number of required properties
@@ -271,6 +273,11 @@ func (p *schemaParser) object(n *node, props, required *receipts.Member) error {
 			}
 			n.props[c.name] = c
 		}
+	}
+	// Property names are ASCII, so byte order is RFC 8785's UTF-16 order.
+	names := slices.Sorted(maps.Keys(n.props))
+	for i, name := range names {
+		n.props[name].rank = i
 	}
 	if required != nil {
 		if required.Value.Kind != receipts.Array {
