@@ -41,7 +41,9 @@
 //   - plan-match: the plan is a strict DisclosurePlan@1 whose consumer,
 //     purpose, target (absolute http(s) URL), mode, max_uses, invariants,
 //     categories, manifest and vocabulary digests, restricted_ref and expiry
-//     hold, and every receipt's plan_digest is the plan's digest.
+//     hold, and every receipt's plan_digest is the plan's digest. The
+//     reversible timing fields, station, output schema digest, threat model,
+//     retention and policy revision are decoded strictly but not judged here.
 //   - receipt-chain: exactly the censor and export receipts of
 //     docs/DESIGN.md, in order, every digest recomputed (source, candidate and
 //     label keyed under the evidence key), the operations recounted, the

@@ -141,6 +141,9 @@ func (c *check) walk() *walkResult {
 		if len(s) > MaxPartTextBytes {
 			w.sourceRecognized = false
 			paired = false
+			if hasE {
+				bad = append(bad, region{p, 0, len(e)})
+			}
 			continue
 		}
 		bufTok := make([]byte, 0, len(e)+64)
