@@ -237,8 +237,8 @@ func TestSubprocess(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := log.String()
-	if !strings.Contains(out, "plugin") {
-		t.Fatalf("the host logger captured nothing of the plugin: %q", out)
+	if !strings.Contains(out, stderrMarker) {
+		t.Fatalf("the host logger did not capture the plugin's stderr: %q", out)
 	}
 	if strings.Contains(out, canary) || strings.Contains(out, "git.corp.example") || strings.Contains(out, "payments core") {
 		t.Fatalf("plugin log holds input:\n%s", out)
