@@ -1,0 +1,94 @@
+// Package service is vaultd's core: the in-process API behind the gRPC
+// server (package vault/api) and the tests. It owns the secret arena, the
+// key directory (package vault/keys), the Badger store (package
+// vault/store) and the lease state machine (package lease), and holds the
+// pseudonym maps of reversible cuts.
+//
+// # Requests
+//
+// CreateLease receives distinct (category, value) pairs sealed to the
+// vault's X25519 key (package vault/seal), opens each value straight into
+// the arena, draws a namespace (10 base32 characters) and a 32-byte
+// namespace key in the arena, issues tokens
+//
+//	pcv:<namespace>:<category>:<first 100 bits of HMAC-SHA256(nskey,
+//	    "privacycut/token/v1" 0x00 category 0x00 value), 20 base32 chars>
+//
+// (the same pair gives the same token; a new lease gives a new namespace),
+// wipes the namespace key, builds the map in fixed arena slots, seals it
+// under a fresh 32-byte data key with XChaCha20-Poly1305 and associated
+// data "privacycut/map/v1" ‖ lease id ‖ grant epoch (8 bytes, big-endian),
+// wraps the data key under the current epoch (durably), and commits the
+// lease record and the ciphertext in one Badger transaction. Bind checks the
+// export's digest and that every issued token occurs in it. Claim, Consume,
+// Revoke and expiry are compare-and-set transitions (package store); a
+// terminal transition is committed first, then the data key is destroyed,
+// then the destruction is recorded; boot recovery and the sweeper complete
+// any step a crash interrupted. WithMap decrypts a live lease's map into
+// the arena for the duration of a callback (for rehydration).
+//
+// # Profile gate
+//
+// Open does not harden the process. cmd/vaultd calls harden.Apply and then
+// Prove, which reads the kernel state (harden.Prove). Until the profile is
+// accepted, every reversible request — CreateLease, Bind, Claim, Consume,
+// WithMap, Rotate and the in-daemon ProveErasure — is refused with
+// VAULT_PROFILE_NOT_PROVEN; Status, List, Show, Revoke, Backup and Restore
+// still work. A vault whose arena could not be created (RLIMIT_MEMLOCK)
+// opens anyway and is never accepted.
+//
+// # Time
+//
+// The effective time of every operation is the later of the wall clock
+// and the highest time the vault has seen, persisted in the store by the
+// sweeper (every SweepInterval), at boot and at Close. Deadlines are
+// absolute and fixed at grant; boot recovery expires what is past its
+// deadline. A restart never extends a lease, and a clock set back neither
+// revives a lease nor delays an expiry the vault has already seen the time
+// for (a SIGKILL may lose up to one sweep interval of the mark).
+//
+// # Security properties
+//
+// Guaranteed:
+//
+//   - Values exist in plaintext only in the arena: they arrive sealed, are
+//     opened into it, copied arena to arena into the map, and every
+//     temporary (values, namespace key, data key, map plaintext, HMAC input)
+//     is wiped before the request returns. The map is never a Go map or a Go
+//     string; Map's values are reachable only through Lookup's callback.
+//   - Badger holds only opaque keys, public lease metadata and ciphertext;
+//     data keys and epoch keys live only in the key directory and the
+//     arena; a backup holds no key material.
+//   - A terminal lease's data key is destroyed before the destruction is
+//     recorded, and after the terminal state is durable. Once it is
+//     destroyed, no copy of the lease's ciphertext (Badger residue, a
+//     backup) can be decrypted with the keys that remain.
+//   - A lost or damaged key directory makes its leases answer
+//     LEASE_UNRECOVERABLE to every map operation (Bind, Claim, WithMap);
+//     nothing re-derives a map or re-issues a namespace.
+//   - Map and Vault redact themselves in every formatter and logger; Map
+//     refuses encoding. Errors carry codes, operations and field names, and
+//     logs carry lease ids, counts and epochs — never values, tokens or map
+//     bytes.
+//
+// Not guaranteed:
+//
+//   - Heap copies of key schedules and hash states: chacha20poly1305,
+//     crypto/hmac and crypto/ecdh copy keys (the data key, the namespace
+//     key, the epoch key, the per-request seal key, the vault's X25519
+//     scalar) into heap objects that are dropped, not wiped; SHA-256 keeps
+//     the last partial block of each HMAC input (up to 63 bytes, so the tail
+//     of a value) in its state, which is overwritten afterwards but may have
+//     been copied on a goroutine stack. These copies live in RAM that the
+//     hardened process keeps out of core dumps; host swap must be off.
+//   - Erasure of Badger residue or of physical blocks: the claim is about
+//     ciphertext whose key is destroyed (see package vault/keys).
+//   - Protection against root (which can read the heap through
+//     /proc/pid/mem), against the kernel, or against a vault binary built
+//     with the crashpoints tag.
+//
+// The caller's duties: apply harden.Apply after Open and before Prove;
+// authenticate principals (package vault/api uses SO_PEERCRED); never
+// retain the Map or the byte slices WithMap and Lookup hand out; Close the
+// vault at shutdown so the arena is wiped.
+package service
