@@ -94,3 +94,17 @@ func TestDigestCanonical(t *testing.T) {
 		t.Error("DigestCanonical accepted invalid UTF-8")
 	}
 }
+
+func TestDocExampleDigest(t *testing.T) {
+	// The worked example of the package documentation, end to end; the
+	// digest was computed independently (Python hashlib) from the vector.
+	f := readTxtar(t, "testdata/canonical/doc-example.txtar")
+	c, err := Canonicalize(f["input.json"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "sha256:567338d5aca5fe54c109265927dca0960de4df2025155d6e2928a0351b009575"
+	if got := SHA256(c); got != want {
+		t.Errorf("digest of the doc example = %s, want %s", got, want)
+	}
+}

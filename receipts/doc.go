@@ -56,8 +56,9 @@
 //	{"a":"é\u2028/<","b":[1,100,0,1e-7,1e+21],"😀":null,"\uff61":true}
 //
 // where "😀" (UTF-16 D83D DE00) sorts before U+FF61 although its UTF-8
-// bytes sort after, and its digest is [SHA256] of those bytes:
-// "sha256:" followed by 64 lower-case hex digits.
+// bytes sort after. Its digest, [SHA256] of those bytes, is
+//
+//	sha256:567338d5aca5fe54c109265927dca0960de4df2025155d6e2928a0351b009575
 //
 // [Marshal] encodes Go values directly in canonical form with the Unmarshal
 // rules made symmetric: []byte as a UTF-8 string, integers within

@@ -446,10 +446,16 @@ func closingQuote(data []byte, start int) int {
 // allocations for its strings, holding at most arenaChunk+len(data) bytes,
 // and no string is scanned twice.
 
-// room returns an empty slice at the free end of the arena.
+// room returns an empty slice at the free end of the arena. Only the first
+// chunk can fill up exactly: a buffer sized to the rest of the document
+// always keeps room for at least the closing quote of its last string.
 func (p *parser) room(i int) []byte {
 	if len(p.arena) == cap(p.arena) {
-		p.arena = make([]byte, 0, min(arenaChunk, len(p.data)-i))
+		size := len(p.data) - i
+		if p.arena == nil {
+			size = min(arenaChunk, size)
+		}
+		p.arena = make([]byte, 0, size)
 	}
 	l := len(p.arena)
 	return p.arena[l:l]
@@ -750,12 +756,17 @@ var (
 //     interfaces to nil.
 //   - json.Unmarshaler receives the exact text of the sub-value (already
 //     strictly valid); encoding.TextUnmarshaler receives the decoded string
-//     and accepts only JSON strings. Their errors are replaced by a
-//     content-free "invalid value" refusal.
+//     and accepts only JSON strings. A JSON null calls neither and leaves
+//     the value unchanged. Their errors are replaced by a content-free
+//     "invalid value" refusal, because they may quote the input.
 //
 // A value of the wrong JSON kind is refused as MalformedRecord at the value;
 // an unknown member at its key. Decoding stops at the first refusal and may
 // leave v partly filled.
+//
+// Nothing in v shares memory with data. Byte slices (and Value subtrees)
+// filled by one Unmarshal call may share a backing array with each other;
+// each is capped to its length, so appending to one never changes another.
 func Unmarshal(data []byte, v any, opt Options) error {
 	rv, err := target(v)
 	if err != nil {
@@ -765,7 +776,7 @@ func Unmarshal(data []byte, v any, opt Options) error {
 	if err != nil {
 		return err
 	}
-	d := decoder{data: data, owned: true}
+	d := decoder{data: data, owned: true, path: make([]pathSeg, 0, 8)}
 	return d.decode(tree, rv.Elem())
 }
 
@@ -777,7 +788,7 @@ func (v *Value) Decode(dst any) error {
 	if err != nil {
 		return err
 	}
-	d := decoder{}
+	d := decoder{path: make([]pathSeg, 0, 8)}
 	return d.decode(v, rv.Elem())
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -521,5 +522,20 @@ func TestParseStringEveryByte(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestParseArenaAfterFullChunk(t *testing.T) {
+	// The first string fills the first chunk exactly; every later string,
+	// small or large, must then share one document-sized buffer.
+	doc := []byte(`["` + strings.Repeat("a", arenaChunk) + `","b","` + strings.Repeat("c", 3*arenaChunk) + `","d"]`)
+	v, err := Parse(doc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := func(s []byte) uintptr { return reflect.ValueOf(&s[0]).Pointer() }
+	b, c, d := v.Elems[1].Str, v.Elems[2].Str, v.Elems[3].Str
+	if addr(c) != addr(b)+1 || addr(d) != addr(c)+uintptr(len(c)) {
+		t.Errorf("later strings are not in one buffer")
 	}
 }
