@@ -242,3 +242,26 @@ func (v *Vocabulary) Size() map[string]int {
 		"questions":   v.questions.len(),
 	}
 }
+
+// HasDiagnostic, HasModule, HasVersion, HasStatus, HasCitation and
+// HasQuestion report whether an item is in the vocabulary in that class
+// (HasVersion: as a version of that module). Importers use them to decide
+// what may be written as public.
+func (v *Vocabulary) HasDiagnostic(s string) bool { return v.diagnostics.has([]byte(s)) }
+
+// HasModule reports whether s is a module of the vocabulary.
+func (v *Vocabulary) HasModule(s string) bool { return v.modules.has([]byte(s)) }
+
+// HasVersion reports whether version is a version of module.
+func (v *Vocabulary) HasVersion(module, version string) bool {
+	return v.deps.has([]byte(module + "@" + version))
+}
+
+// HasStatus reports whether s is a status of the vocabulary.
+func (v *Vocabulary) HasStatus(s string) bool { return v.statuses.has([]byte(s)) }
+
+// HasCitation reports whether s is a citation of the vocabulary.
+func (v *Vocabulary) HasCitation(s string) bool { return v.citations.has([]byte(s)) }
+
+// HasQuestion reports whether s is a question of the vocabulary.
+func (v *Vocabulary) HasQuestion(s string) bool { return v.questions.has([]byte(s)) }

@@ -88,3 +88,27 @@ func TestDevVocabulary(t *testing.T) {
 		t.Fatal("known items missing")
 	}
 }
+
+func TestVocabularyClasses(t *testing.T) {
+	v := testVocab(t)
+	checks := []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"diagnostic", v.HasDiagnostic("GO-2023-2102"), true},
+		{"diagnostic as module", v.HasModule("GO-2023-2102"), false},
+		{"module", v.HasModule("golang.org/x/net"), true},
+		{"version of module", v.HasVersion("golang.org/x/net", "v0.15.0"), true},
+		{"version of another module", v.HasVersion("golang.org/x/text", "v0.15.0"), false},
+		{"status", v.HasStatus("affected"), true},
+		{"citation", v.HasCitation("https://go.dev/issue/63417"), true},
+		{"question", v.HasQuestion("triage.rank-by-severity"), true},
+		{"question as status", v.HasStatus("triage.rank-by-severity"), false},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
