@@ -50,11 +50,20 @@ func TokenLen(c string) int {
 	return len(tokenPrefix) + nsLen + 1 + len(c) + 1 + macLen
 }
 
-func isB32(c byte) bool { return c >= 'a' && c <= 'z' || c >= '2' && c <= '7' }
+// b32set marks the bytes of lower-case base32: [a-z2-7].
+var b32set = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+	}
+	for c := '2'; c <= '7'; c++ {
+		t[c] = true
+	}
+	return t
+}()
 
 func allB32(b []byte) bool {
 	for _, c := range b {
-		if !isB32(c) {
+		if !b32set[c] {
 			return false
 		}
 	}
