@@ -129,12 +129,34 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 		return nil, err
 	}
 
+	// The keyed digests of the source (its canonical form, and each text for
+	// the manifest) are computed on another CPU while the grammar runs.
+	type digests struct {
+		manifest, source string
+		err              error
+	}
+	dch := make(chan digests, 1)
+	go func() {
+		var d digests
+		if d.manifest, d.err = ManifestDigest(in.Doc, in.Key); d.err == nil {
+			h := in.Key.NewHMAC()
+			if d.err = in.Doc.WriteCanonical(h); d.err == nil {
+				d.source = receipts.FormatHMAC(h.Sum(nil))
+			}
+		}
+		dch <- d
+	}()
+
 	// Parse everything, collecting owner spans and distinct pairs.
 	parser := grammar.NewParser(in.Vocabulary, grammar.Options{Limits: in.Limits, Allowed: allowed})
-	var refs []ownerRef
 	var pairs []Pair
 	var index [16]map[string]int32
 	res, owners := grammar.CheckOwners(in.Doc, parser, plan.MaxParents)
+	total := 0
+	for _, spans := range owners {
+		total += len(spans)
+	}
+	refs := make([]ownerRef, 0, total)
 	for part, spans := range owners {
 		text := in.Doc.Parts[part].Text
 		for _, s := range spans {
@@ -153,15 +175,16 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 			refs = append(refs, ownerRef{part: int32(part), off: int32(s.Off), n: int32(s.Len), pair: id})
 		}
 	}
+	dg := <-dch
 	if !res.OK() {
 		return nil, &RefusedError{Refusals: res.Refusals}
 	}
+	if dg.err != nil {
+		return nil, dg.err
+	}
+	out.ManifestDigest, out.SourceDigest = dg.manifest, dg.source
 	// The plan binds exactly this projection (checked after the grammar, so
 	// that an edited projection is refused for what is wrong in it first).
-	out.ManifestDigest, err = ManifestDigest(in.Doc, in.Key)
-	if err != nil {
-		return nil, err
-	}
 	if out.ManifestDigest != plan.ManifestDigest {
 		return nil, planRefusal(receipts.PlanMismatch, "manifest_digest")
 	}
@@ -201,14 +224,11 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 		exp.endPart()
 	}
 	out.Export = exp.finish()
-	out.ExportDigest = receipts.SHA256(out.Export)
+	// The export's plain digest and the candidate's keyed one, on two CPUs.
+	done := make(chan string, 1)
+	go func() { done <- receipts.SHA256(out.Export) }()
 	out.CandidateDigest = exp.candidateDigest(in.Key)
-
-	canon, err := in.Doc.Canonical()
-	if err != nil {
-		return nil, err
-	}
-	out.SourceDigest = in.Key.HMAC(canon)
+	out.ExportDigest = <-done
 	if out.LabelDigest, err = LabelDigest(out.Label, in.Key); err != nil {
 		return nil, err
 	}

@@ -88,46 +88,8 @@ func hexString(b []byte) string {
 	return string(out)
 }
 
-// escapeClass marks the bytes RFC 8785 escapes inside strings.
-var escapeClass = func() (t [256]bool) {
-	for i := 0; i < 0x20; i++ {
-		t[i] = true
-	}
-	t['"'], t['\\'] = true, true
-	return
-}()
-
 // appendEscaped appends b with RFC 8785 string escapes, without quotes.
-func appendEscaped(dst, b []byte) []byte {
-	start := 0
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if !escapeClass[c] {
-			continue
-		}
-		dst = append(dst, b[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-		}
-		start = i + 1
-	}
-	return append(dst, b[start:]...)
-}
+func appendEscaped(dst, b []byte) []byte { return receipts.AppendStringBody(dst, b) }
 
 // appendString appends b as a canonical JSON string, with quotes.
 func appendString(dst, b []byte) []byte {

@@ -40,8 +40,8 @@ func NewPlan(doc *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceK
 	if err != nil {
 		return nil, err
 	}
-	canon, err := doc.Canonical()
-	if err != nil {
+	h := k.NewHMAC()
+	if err := doc.WriteCanonical(h); err != nil {
 		return nil, err
 	}
 	if o.Mode == "" {
@@ -77,7 +77,7 @@ func NewPlan(doc *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceK
 		Target:           o.Target,
 		Mode:             o.Mode,
 		ManifestDigest:   md,
-		RestrictedRef:    k.HMAC(canon),
+		RestrictedRef:    receipts.FormatHMAC(h.Sum(nil)),
 		Invariants:       append([]string(nil), receipts.RequiredInvariants...),
 		ThreatModel:      o.ThreatModel,
 		Retention:        o.Retention,

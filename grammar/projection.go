@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"errors"
+	"io"
 	"sort"
 
 	"github.com/privacycut/privacycut/receipts"
@@ -54,6 +55,10 @@ type Label struct {
 	Handling   []string `json:"handling"`
 }
 
+// WriteCanonical streams the canonical form to w (a hash, typically)
+// without building it in memory.
+func (d *Document) WriteCanonical(w io.Writer) error { return d.tree.WriteCanonical(w) }
+
 // LoadOptions bound a projection document.
 type LoadOptions struct {
 	MaxBytes int64 // default 1 GiB
@@ -92,7 +97,8 @@ func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
 		return nil, []Refusal{documentRefusal(data, err)}
 	}
 	d := &Document{tree: tree}
-	if err := tree.Decode(&d.Projection); err != nil {
+	// The document keeps the tree, so the parts' texts may alias it.
+	if err := tree.DecodeShared(&d.Projection); err != nil {
 		return nil, []Refusal{documentRefusal(data, err)}
 	}
 	var refs []Refusal

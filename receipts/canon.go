@@ -208,17 +208,28 @@ const hexDigits = "0123456789abcdef"
 // with the RFC 8785 escapes: \" \\ \b \f \n \r \t, other controls as \u00xx
 // in lower-case hex, everything else literally.
 func appendCanonString(dst, s []byte) []byte {
-	dst = slices.Grow(dst, len(s)+2)
 	dst = append(dst, '"')
+	dst = appendCanonBody(dst, s)
+	return append(dst, '"')
+}
+
+// appendCanonBody writes the escaped body of a JSON string, without quotes.
+// Room for the bytes and a tenth more for escapes is reserved at once, so a
+// long string is copied into place once.
+func appendCanonBody(dst, s []byte) []byte {
+	dst = slices.Grow(dst, len(s)+len(s)/10+2)
 	i := 0
 	for {
+		if cap(dst)-len(dst) < 16 {
+			dst = slices.Grow(dst, len(s)-i+len(s)/10+16)
+		}
 		n := len(dst)
 		c, _ := copyPlain(dst[n:cap(dst)], s[i:])
 		i, dst = i+c, dst[:n+c]
 		k, _ := scanPlain(s, i)
 		dst = append(dst, s[i:k]...)
 		if k >= len(s) {
-			break
+			return dst
 		}
 		switch c := s[k]; c {
 		case '"':
@@ -240,7 +251,6 @@ func appendCanonString(dst, s []byte) []byte {
 		}
 		i = k + 1
 	}
-	return append(dst, '"')
 }
 
 // appendCanonNumber writes the valid JSON number literal lit as ECMAScript

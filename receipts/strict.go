@@ -792,6 +792,20 @@ func (v *Value) Decode(dst any) error {
 	return d.decode(v, rv.Elem())
 }
 
+// DecodeShared is Decode without copying: []byte results, Value and
+// json.RawMessage targets alias the tree's memory. It is for a caller that
+// keeps the tree for as long as the result and modifies neither (for
+// example, a loaded projection whose canonical form is later derived from
+// the same tree). It saves a copy of every large string.
+func (v *Value) DecodeShared(dst any) error {
+	rv, err := target(dst)
+	if err != nil {
+		return err
+	}
+	d := decoder{owned: true, path: make([]pathSeg, 0, 8)}
+	return d.decode(v, rv.Elem())
+}
+
 func target(v any) (reflect.Value, error) {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {

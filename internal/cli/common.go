@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -62,16 +61,11 @@ func loadPlan(path string) (*receipts.Plan, []byte, error) {
 }
 
 func readFileCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	data, over, err := readCapped(nil, path, max)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
+	if over {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
 	}
 	return data, nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,9 @@ import (
 func readCapped(c *Cmd, path string, max int64) (data []byte, over bool, err error) {
 	var r io.Reader
 	if path == "-" {
+		if c == nil {
+			return nil, false, errors.New("standard input is not accepted for this file")
+		}
 		r = c.Stdin
 	} else {
 		f, err := os.Open(path)
@@ -21,8 +25,30 @@ func readCapped(c *Cmd, path string, max int64) (data []byte, over bool, err err
 			return nil, false, err
 		}
 		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > max {
-			return nil, true, nil
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if fi.Size() > max {
+				return nil, true, nil
+			}
+			// Read a regular file into one buffer of its size (and one byte
+			// more, to see growth): no doubling copies of a large projection.
+			data = make([]byte, 0, fi.Size()+1)
+			for {
+				n, err := f.Read(data[len(data):cap(data)])
+				data = data[:len(data)+n]
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					return nil, false, err
+				}
+				if len(data) == cap(data) {
+					data = append(data, 0)[:len(data)] // grew while reading
+				}
+				if int64(len(data)) > max {
+					return nil, true, nil
+				}
+			}
+			return data, false, nil
 		}
 		r = f
 	}
