@@ -1,0 +1,430 @@
+package osvvocab
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/receipts"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const dbDir = "testdata/db"
+
+func build(t *testing.T, add func(b *Builder)) *Vocabulary {
+	t.Helper()
+	b := New()
+	add(b)
+	v, err := b.Build("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func withModuleVersions(t *testing.T, b *Builder) {
+	t.Helper()
+	data, err := os.ReadFile("testdata/modversions.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddModuleVersions("modversions.txt", data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBuildGolden builds the fixture database and module-versions file and
+// compares the document with the golden file; the printed digest must be
+// what the grammar computes for the document.
+func TestBuildGolden(t *testing.T) {
+	v := build(t, func(b *Builder) {
+		if err := b.AddPath(dbDir); err != nil {
+			t.Fatal(err)
+		}
+		withModuleVersions(t, b)
+	})
+	golden := "testdata/vocab.golden.json"
+	if *update {
+		if err := os.WriteFile(golden, v.JSON, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(string(want), string(v.JSON)); d != "" {
+		t.Fatalf("vocabulary differs from %s (-want +got):\n%s", golden, d)
+	}
+	gv, err := grammar.LoadVocabulary(v.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gv.Digest() != v.Digest {
+		t.Fatalf("digest %s, grammar says %s", v.Digest, gv.Digest())
+	}
+	if !strings.HasPrefix(v.Revision, "osv-") || len(v.Revision) != 16 || gv.Revision() != v.Revision {
+		t.Fatalf("revision %q", v.Revision)
+	}
+
+	wantStats := Stats{
+		Files: 8, Entries: 5, NotEntries: 3, Ignored: 1,
+		Skipped:     map[string]int{"diagnostic": 2, "citation": 4, "module": 1, "version": 2},
+		OtherRanges: 1, OtherEcosystems: 1,
+		VersionsAdded: 6, VersionsOutside: 3, VersionsReplaced: 1, VersionsInvalid: 2,
+	}
+	if d := cmp.Diff(wantStats, v.Stats); d != "" {
+		t.Errorf("stats (-want +got):\n%s", d)
+	}
+
+	// What the grammar sees.
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"diagnostic GO-2022-1059", gv.HasDiagnostic("GO-2022-1059")},
+		{"alias CVE-2022-32149", gv.HasDiagnostic("CVE-2022-32149")},
+		{"alias GHSA-69ch-w2m2-3vjp", gv.HasDiagnostic("GHSA-69ch-w2m2-3vjp")},
+		{"withdrawn entry kept", gv.HasDiagnostic("GHSA-9xq2-quirks-0001")},
+		{"module golang.org/x/text", gv.HasModule("golang.org/x/text")},
+		{"fixed version gets its v", gv.HasVersion("golang.org/x/text", "v0.3.8")},
+		{"introduced 0 is no version", !gv.HasVersion("golang.org/x/text", "v0")},
+		{"stdlib prerelease event", gv.HasVersion("stdlib", "v1.19.0-0")},
+		{"pseudo-version event", gv.HasVersion("golang.org/x/net", "v0.0.0-20220906165146-f3363e06e74c")},
+		{"v already present is kept", gv.HasVersion("github.com/example/quirks", "v1.2.5")},
+		{"last_affected", gv.HasVersion("github.com/example/quirks", "v1.4.2")},
+		{"limit is no version", !gv.HasVersion("github.com/example/quirks", "v3.0.0")},
+		{"ECOSYSTEM range ignored", !gv.HasVersion("github.com/example/quirks", "v9.9.9")},
+		{"versions[] ignored", !gv.HasVersion("github.com/example/quirks", "v1.2.1")},
+		{"npm package ignored", !gv.HasModule("left-pad")},
+		{"module-versions: in-use version", gv.HasVersion("golang.org/x/text", "v0.3.7")},
+		{"module-versions: stdlib", gv.HasVersion("stdlib", "v1.19.2")},
+		{"module-versions: private module never", !gv.HasModule("git.corp.example/payments/shared")},
+		{"module-versions: main module never", !gv.HasModule("git.corp.example/payments/ledger")},
+		{"module-versions: unknown public module never", !gv.HasModule("gopkg.in/yaml.v3")},
+		{"module-versions: replaced line dropped", !gv.HasVersion("golang.org/x/crypto", "v0.17.0")},
+		{"module-versions: version without v dropped", !gv.HasVersion("github.com/example/quirks", "v1.3.1")},
+		{"citation from references", gv.HasCitation("https://go.dev/issue/56152")},
+		{"citation from database_specific", gv.HasCitation("https://pkg.go.dev/vuln/GO-2022-1059")},
+		{"NFC citation kept", gv.HasCitation("https://example.test/caf\u00e9")},
+		{"non-NFC citation skipped", !gv.HasCitation("https://example.test/cafe\u0301")},
+		{"status", gv.HasStatus("under_investigation")},
+		{"question", gv.HasQuestion("triage.explain-reachability")},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: does not hold", c.name)
+		}
+	}
+}
+
+// dbFiles returns the fixture database as name → content.
+func dbFiles(t *testing.T) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dbDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dbDir, p)
+		data, err := os.ReadFile(p)
+		files[filepath.ToSlash(rel)] = data
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestOrderIndependence adds the same entries in many orders, from a
+// directory and from zip archives with other layouts: the bytes are equal.
+func TestOrderIndependence(t *testing.T) {
+	files := dbFiles(t)
+	var names []string
+	for n := range files {
+		if strings.HasSuffix(n, ".json") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	ref := build(t, func(b *Builder) {
+		if err := b.AddPath(dbDir); err != nil {
+			t.Fatal(err)
+		}
+		withModuleVersions(t, b)
+	})
+	r := rand.New(rand.NewPCG(7, 9))
+	for i := 0; i < 20; i++ {
+		r.Shuffle(len(names), func(a, b int) { names[a], names[b] = names[b], names[a] })
+		got := build(t, func(b *Builder) {
+			withModuleVersions(t, b) // before the entries: applied at Build
+			for _, n := range names {
+				if err := b.AddEntry(n, files[n]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		if !bytes.Equal(got.JSON, ref.JSON) || got.Digest != ref.Digest {
+			t.Fatalf("order %v gives other bytes", names)
+		}
+	}
+
+	// A zip with a prefix directory and reversed member order, as osv.dev's
+	// all.zip (flat) or vuln.go.dev's vulndb.zip (ID/, index/) lay them out.
+	for _, layout := range []string{"flat", "nested"} {
+		zpath := filepath.Join(t.TempDir(), "db.zip")
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		for i := len(names) - 1; i >= 0; i-- {
+			n := names[i]
+			name := n
+			if layout == "flat" {
+				name = filepath.Base(n)
+			}
+			w, err := zw.Create(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(files[n])
+		}
+		if _, err := zw.Create("README.txt"); err != nil {
+			t.Fatal(err)
+		}
+		zw.Close()
+		if err := os.WriteFile(zpath, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got := build(t, func(b *Builder) {
+			if err := b.AddPath(zpath); err != nil {
+				t.Fatal(err)
+			}
+			withModuleVersions(t, b)
+		})
+		if !bytes.Equal(got.JSON, ref.JSON) {
+			t.Fatalf("zip (%s) gives other bytes", layout)
+		}
+	}
+}
+
+// TestBuildTwice checks that Build does not consume the module-versions
+// files or change the builder.
+func TestBuildTwice(t *testing.T) {
+	b := New()
+	if err := b.AddPath(dbDir); err != nil {
+		t.Fatal(err)
+	}
+	withModuleVersions(t, b)
+	v1, err := b.Build("r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := b.Build("r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(v1.JSON, v2.JSON) || v1.Revision != "r1" {
+		t.Fatal("second Build differs")
+	}
+	if d := cmp.Diff(v1.Stats, v2.Stats); d != "" {
+		t.Fatalf("stats differ:\n%s", d)
+	}
+}
+
+func TestEmptyBuild(t *testing.T) {
+	v := build(t, func(*Builder) {})
+	gv, err := grammar.LoadVocabulary(v.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gv.HasStatus("affected") || !gv.HasQuestion("triage.summarize") || gv.Size()["diagnostics"] != 0 {
+		t.Fatalf("sizes %v", gv.Size())
+	}
+}
+
+// TestRefusals: malformed files refuse the build with the file's name and a
+// fixed reason; the message never holds file content.
+func TestRefusals(t *testing.T) {
+	const secret = "ZQXSECRET"
+	tests := []struct {
+		name, data string
+		want       string // in the message
+		code       receipts.Code
+	}{
+		{"dup.json", `{"id":"GO-1","id":"GO-2","summary":"` + secret + `"}`, "not strict JSON", receipts.MalformedRecord},
+		{"trailing.json", `{"id":"GO-1"} ` + secret, "not strict JSON", receipts.MalformedRecord},
+		{"utf8.json", "{\"id\":\"GO-1\",\"summary\":\"" + secret + "\xff\"}", "not strict JSON", receipts.InvalidUTF8},
+		{"type.json", `{"id":"GO-1","aliases":"` + secret + `"}`, "aliases: expected array", ""},
+		{"type2.json", `{"id":"GO-1","affected":[{"package":{"name":"m","ecosystem":"Go"},"ranges":[{"type":"SEMVER","events":[{"fixed":7}]}]}]}`, "affected[0].ranges[0].events[0].fixed: expected string", ""},
+		{"ref.json", `{"id":"GO-1","references":[{"url":["` + secret + `"]}]}`, "references[0].url: expected string", ""},
+		{"ds.json", `{"id":"GO-1","database_specific":"` + secret + `"}`, "database_specific: expected object", ""},
+		{"id.json", `{"id":""}`, "id: empty", ""},
+		{"idtype.json", `{"id":{"x":"` + secret + `"}}`, "id: expected string", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := New().AddEntry("ID/"+tt.name, []byte(tt.data))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err %v, want *Error", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "ID/"+tt.name) || !strings.Contains(msg, tt.want) {
+				t.Fatalf("message %q lacks name or %q", msg, tt.want)
+			}
+			if strings.Contains(msg, "ZQX") {
+				t.Fatalf("message holds input: %q", msg)
+			}
+			if tt.code != "" {
+				var se *receipts.SyntaxError
+				if !errors.As(err, &se) || se.Code != tt.code {
+					t.Fatalf("err %v, want a syntax error %s", err, tt.code)
+				}
+			}
+		})
+	}
+}
+
+// TestSizeCaps: a zip member over the per-file cap is refused from its
+// declared size, a file on disk from its read size.
+func TestSizeCaps(t *testing.T) {
+	dir := t.TempDir()
+	big := append([]byte(`{"id":"GO-1","details":"`), bytes.Repeat([]byte{'a'}, MaxEntryBytes)...)
+	big = append(big, `"}`...)
+
+	zpath := filepath.Join(dir, "bomb.zip")
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("ID/GO-1.json")
+	w.Write(big)
+	zw.Close()
+	if buf.Len() > 1<<20 {
+		t.Fatalf("test zip is %d bytes; expected a small compressed member", buf.Len())
+	}
+	os.WriteFile(zpath, buf.Bytes(), 0o644)
+	if err := New().AddPath(zpath); !errors.Is(err, ErrLimit) {
+		t.Fatalf("zip: err %v, want ErrLimit", err)
+	}
+
+	sub := filepath.Join(dir, "db", "ID")
+	os.MkdirAll(sub, 0o755)
+	os.WriteFile(filepath.Join(sub, "GO-1.json"), big, 0o644)
+	if err := New().AddPath(filepath.Join(dir, "db")); !errors.Is(err, ErrLimit) {
+		t.Fatalf("dir: err %v, want ErrLimit", err)
+	}
+
+	mv := bytes.Repeat([]byte("m v1.0.0\n"), MaxModuleVersionsBytes/9+1)
+	if err := New().AddModuleVersions("mv", mv); !errors.Is(err, ErrLimit) {
+		t.Fatalf("module versions: err %v, want ErrLimit", err)
+	}
+}
+
+func TestAddPathKinds(t *testing.T) {
+	dir := t.TempDir()
+	one := filepath.Join(dir, "GO-2022-1059.json")
+	data, _ := os.ReadFile(filepath.Join(dbDir, "ID", "GO-2022-1059.json"))
+	os.WriteFile(one, data, 0o644)
+	v := build(t, func(b *Builder) {
+		if err := b.AddPath(one); err != nil {
+			t.Fatal(err)
+		}
+	})
+	gv, _ := grammar.LoadVocabulary(v.JSON)
+	if !gv.HasDiagnostic("GO-2022-1059") || v.Stats.Entries != 1 {
+		t.Fatal("single JSON file not read")
+	}
+	other := filepath.Join(dir, "notes.txt")
+	os.WriteFile(other, []byte("x"), 0o644)
+	var e *Error
+	if err := New().AddPath(other); !errors.As(err, &e) {
+		t.Fatalf("text file: err %v", err)
+	}
+	badzip := filepath.Join(dir, "bad.zip")
+	os.WriteFile(badzip, []byte("PK\x03\x04 truncated"), 0o644)
+	if err := New().AddPath(badzip); !errors.As(err, &e) {
+		t.Fatalf("bad zip: err %v", err)
+	}
+	if err := New().AddPath(filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("missing path accepted")
+	}
+
+	// A symbolic link inside a directory is not followed.
+	ld := filepath.Join(dir, "linked")
+	os.MkdirAll(ld, 0o755)
+	if err := os.Symlink(one, filepath.Join(ld, "GO-2022-1059.json")); err == nil {
+		v := build(t, func(b *Builder) {
+			if err := b.AddPath(ld); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if v.Stats.Entries != 0 || v.Stats.Ignored != 1 {
+			t.Fatalf("symlink followed: %+v", v.Stats)
+		}
+	}
+}
+
+// TestValidItemAgreesWithGrammar checks the ASCII fast path against the
+// grammar on a table of edge cases, for every class.
+func TestValidItemAgreesWithGrammar(t *testing.T) {
+	items := []string{
+		"GO-2022-1059", "", " ", "a b", "a\tb", "a\"b", `a\b`, "a\x7fb", "a\x01b",
+		"a@b", "fixed=x", "fixed", "https://go.dev/issue/1", "é", "e\u0301", "a\u200bb",
+		"a\u00a0b", "a\u2028b", "\ufdd0", "ok\u00e9", strings.Repeat("x", 4096), strings.Repeat("x", 4097),
+		"v1.2.3", "v1.2.3+incompatible", "~", "!",
+	}
+	classes := []grammar.Class{grammar.ClassDiagnostic, grammar.ClassModule, grammar.ClassVersion, grammar.ClassCitation}
+	for _, c := range classes {
+		for _, s := range items {
+			if got, want := validItem(c, s), probe(c, s); got != want {
+				t.Errorf("%s %q: validItem %v, grammar %v", c, s, got, want)
+			}
+		}
+	}
+}
+
+func FuzzValidItem(f *testing.F) {
+	for _, s := range []string{"GO-2022-1059", "a b", "é", "e\u0301", "a@b", "fixed=1", "\x00"} {
+		f.Add(s, uint8(0))
+	}
+	classes := []grammar.Class{grammar.ClassDiagnostic, grammar.ClassModule, grammar.ClassVersion, grammar.ClassCitation}
+	f.Fuzz(func(t *testing.T, s string, ci uint8) {
+		c := classes[int(ci)%len(classes)]
+		if got, want := validItem(c, s), probe(c, s); got != want {
+			t.Fatalf("%s %q: validItem %v, grammar %v", c, s, got, want)
+		}
+	})
+}
+
+// FuzzAddEntry: any bytes as an entry either refuse with an *Error or build
+// a vocabulary the grammar loads.
+func FuzzAddEntry(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(dbDir, "*", "*.json"))
+	for _, p := range files {
+		data, _ := os.ReadFile(p)
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b := New()
+		if err := b.AddEntry("x.json", data); err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v is not an *Error", err)
+			}
+			return
+		}
+		if _, err := b.Build(""); err != nil {
+			t.Fatalf("accepted entry does not build: %v", err)
+		}
+	})
+}
