@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"os"
 	"testing"
 )
 
@@ -46,6 +47,24 @@ func BenchmarkVerify(b *testing.B) {
 		b.SetBytes(int64(len(req.Source)))
 		for b.Loop() {
 			v, err := c.Checker().Verify(context.Background(), req)
+			if err != nil || v.Verdict != "pass" {
+				b.Fatal(err, v.Verdict)
+			}
+		}
+	})
+	// One plugin process per verification, inputs in a sealed memfd: what
+	// cut prepare does.
+	b.Run("plugin-attached", func(b *testing.B) {
+		if testing.Short() {
+			b.Skip("starts subprocesses")
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(req.Source)))
+		for b.Loop() {
+			v, err := Run(context.Background(), exe, []string{"-test.run=^$"}, []string{pluginEnv + "=1"}, nil, req)
 			if err != nil || v.Verdict != "pass" {
 				b.Fatal(err, v.Verdict)
 			}

@@ -10,7 +10,7 @@ import (
 // {"schema":"Candidate@1","parts":[{"kind":…,"key":…,"text":…}…]}, made of the source parts' kinds and
 // keys and the export's texts: the candidate the export was cut from.
 func (c *check) candidateDigest() (string, error) {
-	tree, size := partsTree(func(i int) []receipts.Member {
+	tree, _ := partsTree(func(i int) []receipts.Member {
 		p := &c.src.Parts[i]
 		return []receipts.Member{
 			member("kind", strValue([]byte(p.Kind))),
@@ -18,12 +18,7 @@ func (c *check) candidateDigest() (string, error) {
 			member("text", strValue(c.expParts[i].text)),
 		}
 	}, len(c.src.Parts), member("schema", strValue([]byte("Candidate@1"))))
-	b, err := canonicalOf(tree, size, c.scratch)
-	if err != nil {
-		return "", err
-	}
-	c.scratch = b
-	return keyed(c.key, b)
+	return keyedTree(c.key, tree)
 }
 
 // expectedOperations returns the censor receipt's operations: one

@@ -78,6 +78,9 @@ func errorOf(err error) error {
 // grpcClient is the host side of the protocol.
 type grpcClient struct {
 	c verifierpb.VerifierClient
+	// attached: the inputs were handed to the plugin process in a sealed
+	// memfd at start (Run); the request carries only the header.
+	attached bool
 }
 
 func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verification, error) {
@@ -111,8 +114,9 @@ func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verifica
 		err = stream.Send(m)
 		return err == nil
 	}
+	hdr.Attached = g.attached
 	ok := send(&verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Header{Header: hdr}})
-	for i := 0; ok && i < nInputs; i++ {
+	for i := 0; ok && !g.attached && i < nInputs; i++ {
 		in := inputs[i]
 		for off := 0; ok && off < len(in); off += chunkSize {
 			ok = send(&verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Chunk{Chunk: &verifierpb.Chunk{
@@ -179,12 +183,9 @@ type grpcServer struct {
 }
 
 func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
-	req, bufs, err := receive(stream)
+	req, release, err := receive(stream)
 	defer func() {
-		// The inputs hold owner values: clear them once verified.
-		for _, b := range bufs {
-			clear(b)
-		}
+		release()
 		if req.EvidenceKey != nil {
 			req.EvidenceKey.Wipe()
 		}
@@ -202,28 +203,35 @@ func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
 	return nil
 }
 
+// attachFD is the descriptor of the sealed memfd the host passed at start
+// (from PRIVACYCUT_VERIFIER_ATTACHMENT), or -1.
+var attachFD = -1
+
 // receive reads one request stream: a header, then the chunks of each input
-// in order, exactly the declared sizes.
-func receive(stream verifierpb.Verifier_VerifyServer) (Request, [][]byte, error) {
-	var req Request
+// in order, exactly the declared sizes — or, when the header says the inputs
+// are attached, maps the attachment instead. release frees what receive
+// took: streamed inputs hold owner values and are cleared; an attachment is
+// read-only and is unmapped.
+func receive(stream verifierpb.Verifier_VerifyServer) (req Request, release func(), err error) {
+	release = func() {}
 	first, err := stream.Recv()
 	if err != nil {
-		return req, nil, recvError(err)
+		return req, release, recvError(err)
 	}
 	hdr := first.GetHeader()
 	if hdr == nil || len(hdr.GetSizes()) != nInputs {
-		return req, nil, ErrStream
+		return req, release, ErrStream
 	}
 	for _, n := range hdr.GetSizes() {
 		if n > MaxInputBytes {
-			return req, nil, ErrTooLarge
+			return req, release, ErrTooLarge
 		}
 	}
 	if k := hdr.GetEvidenceKey(); len(k) > 0 {
 		key, err := receipts.NewEvidenceKey(k)
 		clear(k)
 		if err != nil {
-			return req, nil, ErrStream
+			return req, release, ErrStream
 		}
 		req.EvidenceKey = key
 	}
@@ -231,7 +239,33 @@ func receive(stream verifierpb.Verifier_VerifyServer) (Request, [][]byte, error)
 	if n := hdr.GetNowUnixNano(); n != 0 {
 		req.Now = time.Unix(0, n).UTC()
 	}
+	if hdr.GetAttached() {
+		if attachFD < 0 {
+			return req, release, errAttachment
+		}
+		if m, err := stream.Recv(); err != io.EOF {
+			_ = m
+			return req, release, ErrStream // nothing may follow the header
+		}
+		data, unmap, err := openAttachment(attachFD, hdr.GetSizes())
+		if err != nil {
+			return req, release, err
+		}
+		var in [nInputs][]byte
+		off := uint64(0)
+		for i, n := range hdr.GetSizes() {
+			in[i] = data[off : off+n : off+n]
+			off += n
+		}
+		req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts = in[0], in[1], in[2], in[3], in[4]
+		return req, unmap, nil
+	}
 	bufs := make([][]byte, nInputs)
+	release = func() {
+		for _, b := range bufs {
+			clear(b)
+		}
+	}
 	for i, n := range hdr.GetSizes() {
 		bufs[i] = make([]byte, 0, min(n, preallocMax))
 	}
@@ -242,34 +276,34 @@ func receive(stream verifierpb.Verifier_VerifyServer) (Request, [][]byte, error)
 			break
 		}
 		if err != nil {
-			return req, bufs, recvError(err)
+			return req, release, recvError(err)
 		}
 		ch := m.GetChunk()
 		if ch == nil {
-			return req, bufs, ErrStream
+			return req, release, ErrStream
 		}
 		i := int(ch.GetInput()) - 1
 		if i < cur || i >= nInputs {
-			return req, bufs, ErrStream
+			return req, release, ErrStream
 		}
 		for ; cur < i; cur++ {
 			if uint64(len(bufs[cur])) != hdr.GetSizes()[cur] {
-				return req, bufs, ErrStream
+				return req, release, ErrStream
 			}
 		}
 		if uint64(len(bufs[i])+len(ch.GetData())) > hdr.GetSizes()[i] {
-			return req, bufs, ErrStream
+			return req, release, ErrStream
 		}
 		bufs[i] = append(bufs[i], ch.GetData()...)
 		clear(ch.GetData())
 	}
 	for i, n := range hdr.GetSizes() {
 		if uint64(len(bufs[i])) != n {
-			return req, bufs, ErrStream
+			return req, release, ErrStream
 		}
 	}
 	req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts = bufs[0], bufs[1], bufs[2], bufs[3], bufs[4]
-	return req, bufs, nil
+	return req, release, nil
 }
 
 func recvError(err error) error {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -83,6 +84,11 @@ var Harden func() error
 // process and does not return. The process's stderr is copied into the
 // host's log, so nothing here ever writes input to it.
 func Serve() {
+	if v := os.Getenv(attachEnv); v != "" {
+		if fd, err := strconv.Atoi(v); err == nil && fd >= 3 {
+			attachFD = fd
+		}
+	}
 	if Harden != nil {
 		if err := Harden(); err != nil {
 			fmt.Fprintln(os.Stderr, "verifier: plugin hardening failed")
@@ -122,6 +128,48 @@ func Start(ctx context.Context, exe string, args []string, env []string, logger 
 		return nil, fmt.Errorf("%w: %w", ErrStart, cmd.Err)
 	}
 	cmd.Env = append([]string{}, env...)
+	return start(ctx, cmd, logger, false)
+}
+
+// attachEnv names the variable that tells a plugin which descriptor holds
+// its attached inputs.
+const attachEnv = "PRIVACYCUT_VERIFIER_ATTACHMENT"
+
+// Run verifies one request in a plugin process started for it, and stops
+// the process. On Linux the inputs do not cross the gRPC connection: they are
+// written once into a memfd that is sealed against any change and handed to
+// the plugin at start (as descriptor 3), which maps it read-only. Elsewhere
+// Run streams them as Start's Checker does. The plugin is pinned, isolated
+// and connected exactly as by Start.
+func Run(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger, req Request) (receipts.Verification, error) {
+	if !attachSupported {
+		c, err := Start(ctx, exe, args, env, logger)
+		if err != nil {
+			return receipts.Verification{}, err
+		}
+		defer c.Close()
+		return c.Checker().Verify(ctx, req)
+	}
+	f, err := makeAttachment([nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts})
+	if err != nil {
+		return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrStart, err)
+	}
+	defer f.Close()
+	cmd := exec.Command(exe, args...)
+	if cmd.Err != nil {
+		return receipts.Verification{}, fmt.Errorf("%w: %w", ErrStart, cmd.Err)
+	}
+	cmd.Env = append(append([]string{}, env...), attachEnv+"=3")
+	cmd.ExtraFiles = []*os.File{f}
+	c, err := start(ctx, cmd, logger, true)
+	if err != nil {
+		return receipts.Verification{}, err
+	}
+	defer c.Close()
+	return c.Checker().Verify(ctx, req)
+}
+
+func start(ctx context.Context, cmd *exec.Cmd, logger hclog.Logger, attached bool) (*Client, error) {
 	sum, err := fileSHA256(cmd.Path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
@@ -155,11 +203,12 @@ func Start(ctx context.Context, exe string, args []string, env []string, logger 
 			done <- started{nil, err}
 			return
 		}
-		c, ok := raw.(Checker)
+		c, ok := raw.(*grpcClient)
 		if !ok {
 			done <- started{nil, errors.New("dispensed value is not a Checker")}
 			return
 		}
+		c.attached = attached
 		done <- started{c, nil}
 	}()
 	select {

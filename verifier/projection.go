@@ -49,26 +49,23 @@ var (
 
 // parseProjection strictly decodes a Projection@1 document and returns it
 // with the document's canonical form.
-func parseProjection(data []byte) (*projection, []byte, error) {
+func parseProjection(data []byte) (*projection, *receipts.Value, error) {
 	tree, err := receipts.Parse(data, receipts.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
-	canon, err := canonicalOf(tree, len(data), nil)
-	if err != nil {
-		return nil, nil, err
-	}
 	var p projection
-	if err := tree.Decode(&p); err != nil {
+	// The texts alias the tree, which lives as long as the check.
+	if err := tree.DecodeShared(&p); err != nil {
 		return nil, nil, err
 	}
 	if p.Schema != "Projection@1" {
-		return nil, canon, errProjectionSchema
+		return nil, tree, errProjectionSchema
 	}
 	if p.Profile != receipts.ProfileName {
-		return nil, canon, errProjectionProfile
+		return nil, tree, errProjectionProfile
 	}
-	return &p, canon, nil
+	return &p, tree, nil
 }
 
 // metaRefusal is a refusal about a part's metadata: it names the whole part.

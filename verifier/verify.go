@@ -125,7 +125,6 @@ type check struct {
 	keyErr error
 
 	src       *projection
-	srcCanon  []byte
 	srcErr    error
 	srcDigest string // H(source), "" without a usable key
 
@@ -147,8 +146,7 @@ type check struct {
 	recDigests []string
 	recErr     error
 
-	w       *walkResult
-	scratch []byte // reused buffer for large canonical encodings
+	w *walkResult
 }
 
 var (
@@ -226,16 +224,21 @@ func (c *check) decode() {
 		c.key = req.EvidenceKey
 	}
 
-	c.exportDigest = receipts.SHA256(req.Export)
-	c.src, c.srcCanon, c.srcErr = parseProjection(req.Source)
-	if c.key != nil && c.srcCanon != nil {
-		if d, err := keyed(c.key, c.srcCanon); err == nil {
+	// The export's plain digest is computed on another CPU meanwhile.
+	expDigest := make(chan string, 1)
+	go func() { expDigest <- receipts.SHA256(req.Export) }()
+	var tree *receipts.Value
+	c.src, tree, c.srcErr = parseProjection(req.Source)
+	if c.key != nil && tree != nil {
+		if d, err := keyedTree(c.key, tree); err == nil {
 			c.srcDigest = d
-		} else {
+		} else if errors.Is(err, receipts.ErrKeyWiped) {
 			c.key, c.keyErr = nil, err
+		} else {
+			c.srcErr = err
 		}
 	}
-	c.srcCanon = nil // only its digest is needed from here on
+	c.exportDigest = <-expDigest
 
 	c.plan, c.planErr = parsePlan(req.Plan)
 	if d, err := digestDoc(req.Plan); err == nil {

@@ -421,16 +421,8 @@ func (c *check) appendExpected(bufTok, bufIrr, s []byte, start, end int, ss []sp
 // texts make with the source's part kinds and compares it with the export
 // bytes. It returns the first differing offset, or -1 when they are equal.
 func (c *check) compareExpected(texts [][]byte) (int, error) {
-	tree, size := partsTree(func(i int) []receipts.Member {
+	tree, _ := partsTree(func(i int) []receipts.Member {
 		return []receipts.Member{member("kind", strValue([]byte(c.src.Parts[i].Kind))), member("text", strValue(texts[i]))}
 	}, len(texts), member("profile", strValue([]byte(receipts.ProfileName))))
-	want, err := canonicalOf(tree, size, c.scratch)
-	if err != nil {
-		return 0, err
-	}
-	c.scratch = want
-	if bytes.Equal(want, c.req.Export) {
-		return -1, nil
-	}
-	return firstDiff(want, c.req.Export), nil
+	return compareCanonical(tree, c.req.Export)
 }

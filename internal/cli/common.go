@@ -124,27 +124,28 @@ func (c *Cmd) refusedCut(asJSON bool, err error) error {
 	return c.refuse(asJSON, re.Refusals, nil)
 }
 
-// checker returns the verifier: the plugin (cut re-executed) unless
-// inProcess is set. close must be called.
-func (c *Cmd) checker(ctx context.Context, mode string) (verifier.Checker, func(), error) {
+// verify runs the independent verifier on req: by default in its own
+// process (cut re-executed as a go-plugin, the inputs handed over in a sealed
+// memfd), or in this process with --verifier inprocess (tests, benchmarks).
+func (c *Cmd) verify(ctx context.Context, mode string, req verifier.Request) (receipts.Verification, error) {
 	switch mode {
 	case "inprocess":
-		return verifier.InProcess(), func() {}, nil
+		return verifier.Verify(req), nil
 	case "plugin", "":
 	default:
-		return nil, nil, usagef("--verifier is plugin or inprocess")
+		return receipts.Verification{}, usagef("--verifier is plugin or inprocess")
 	}
 	exe := c.Args0
 	if exe == "" || !filepath.IsAbs(exe) {
 		var err error
 		if exe, err = os.Executable(); err != nil {
-			return nil, nil, err
+			return receipts.Verification{}, err
 		}
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "verifier", Output: c.Stderr, Level: hclog.Warn})
-	cl, err := verifier.Start(ctx, exe, []string{pluginArg}, nil, logger)
+	v, err := verifier.Run(ctx, exe, []string{pluginArg}, nil, logger, req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start verifier plugin: %w", err)
+		return receipts.Verification{}, fmt.Errorf("verifier plugin: %w", err)
 	}
-	return cl.Checker(), func() { cl.Close() }, nil
+	return v, nil
 }

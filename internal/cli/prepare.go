@@ -65,7 +65,7 @@ func runPrepare(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := receipts.Marshal(p.bundle)
+	b, err := marshalBundle(p.bundle)
 	if err != nil {
 		return err
 	}
@@ -114,19 +114,14 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 	if err != nil {
 		return nil, c.refusedCut(f.asJSON, err)
 	}
-	chk, closeChk, err := c.checker(ctx, f.verifier)
-	if err != nil {
-		return nil, err
-	}
-	defer closeChk()
 	rb, err := receipts.Marshal(p.out.Receipts)
 	if err != nil {
 		return nil, err
 	}
-	p.verdict, err = chk.Verify(ctx, verifier.Request{Source: in.source, Export: p.out.Export, ExportDigest: p.out.ExportDigest,
+	p.verdict, err = c.verify(ctx, f.verifier, verifier.Request{Source: in.source, Export: p.out.Export, ExportDigest: p.out.ExportDigest,
 		Plan: in.planBytes, Vocabulary: in.vocabBytes, Receipts: rb, EvidenceKey: in.key, Now: time.Now()})
 	if err != nil {
-		return nil, fmt.Errorf("verifier: %w", err)
+		return nil, err
 	}
 	p.bundle = receipts.Bundle{Schema: receipts.SchemaBundle, Export: json.RawMessage(p.out.Export),
 		ExportDigest: p.out.ExportDigest, Receipts: p.out.Receipts, Verification: p.verdict, LabelDigest: p.out.LabelDigest}
@@ -208,4 +203,29 @@ func printExport(c *Cmd, export []byte) {
 // planReasons is the refusal of a seal or an admission: about the plan.
 func planReasons(code receipts.Code) []grammar.Refusal {
 	return []grammar.Refusal{{Code: code, Part: -1, Kind: "plan"}}
+}
+
+// marshalBundle writes the bundle in canonical form without re-parsing the
+// export, which the censor already wrote canonically and the verifier checked
+// byte for byte: "export" is the first key of the canonical bundle, so the
+// bundle is `{"export":` EXPORT `,` and the rest of the canonical bundle
+// without its export.
+func marshalBundle(b receipts.Bundle) ([]byte, error) {
+	export := b.Export
+	b.Export = nil
+	rest, err := receipts.Marshal(struct {
+		receipts.Bundle
+		Export json.RawMessage `json:"export,omitempty"`
+	}{Bundle: b})
+	if err != nil {
+		return nil, err
+	}
+	if len(export) == 0 {
+		return rest, nil
+	}
+	out := make([]byte, 0, len(export)+len(rest)+16)
+	out = append(out, `{"export":`...)
+	out = append(out, export...)
+	out = append(out, ',')
+	return append(out, rest[1:]...), nil
 }

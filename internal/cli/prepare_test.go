@@ -187,3 +187,19 @@ func TestSendNoRedirect(t *testing.T) {
 		t.Fatalf("exit %d, hits %d, stderr %s", code, hits, errb)
 	}
 }
+
+func TestMarshalBundleIsCanonical(t *testing.T) {
+	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
+	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	out = bytes.TrimSuffix(out, []byte("\n"))
+	canon, err := receipts.Canonicalize(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(canon, out) {
+		t.Fatalf("bundle is not canonical:\n%s\n%s", out, canon)
+	}
+}

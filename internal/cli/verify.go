@@ -62,15 +62,10 @@ func runVerify(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	chk, closeChk, err := c.checker(ctx, *mode)
-	if err != nil {
-		return err
-	}
-	defer closeChk()
-	v, err := chk.Verify(ctx, verifier.Request{Source: src, Export: []byte(b.Export), ExportDigest: b.ExportDigest,
+	v, err := c.verify(ctx, *mode, verifier.Request{Source: src, Export: []byte(b.Export), ExportDigest: b.ExportDigest,
 		Plan: plan, Vocabulary: vocab, Receipts: rb, EvidenceKey: key, Now: time.Now()})
 	if err != nil {
-		return fmt.Errorf("verifier: %w", err)
+		return err
 	}
 	if *asJSON {
 		if err := c.printJSON(v); err != nil {

@@ -1,7 +1,9 @@
 // Wire format between the cut host and the verifier plugin (go-plugin, gRPC).
 //
 // The request is large (a 64 MiB source and a 64 MiB export are normal), so
-// it is streamed in chunks instead of raising the message size limits. The
+// it is streamed in chunks instead of raising the message size limits, or,
+// for a one-shot plugin on Linux, not sent at all: the host hands the plugin
+// a sealed memfd holding the inputs, and the header says so. The
 // first message carries the header, with the evidence key; every later
 // message carries one chunk of one input, inputs in the order of the Input
 // enum, each input's chunks in order.
@@ -95,7 +97,10 @@ type Header struct {
 	// The verifier's clock: Unix time in nanoseconds; 0 means unset.
 	NowUnixNano int64 `protobuf:"varint,3,opt,name=now_unix_nano,json=nowUnixNano,proto3" json:"now_unix_nano,omitempty"`
 	// Declared sizes in bytes of each input, indexed by Input - 1.
-	Sizes         []uint64 `protobuf:"varint,4,rep,packed,name=sizes,proto3" json:"sizes,omitempty"`
+	Sizes []uint64 `protobuf:"varint,4,rep,packed,name=sizes,proto3" json:"sizes,omitempty"`
+	// The inputs are not streamed: they are in the sealed memfd the host
+	// passed to the plugin process at start, concatenated in Input order.
+	Attached      bool `protobuf:"varint,5,opt,name=attached,proto3" json:"attached,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -156,6 +161,13 @@ func (x *Header) GetSizes() []uint64 {
 		return x.Sizes
 	}
 	return nil
+}
+
+func (x *Header) GetAttached() bool {
+	if x != nil {
+		return x.Attached
+	}
+	return false
 }
 
 type Chunk struct {
@@ -472,12 +484,13 @@ var File_verifier_proto protoreflect.FileDescriptor
 
 const file_verifier_proto_rawDesc = "" +
 	"\n" +
-	"\x0everifier.proto\x12\x16privacycut.verifier.v1\"\x8a\x01\n" +
+	"\x0everifier.proto\x12\x16privacycut.verifier.v1\"\xa6\x01\n" +
 	"\x06Header\x12!\n" +
 	"\fevidence_key\x18\x01 \x01(\fR\vevidenceKey\x12#\n" +
 	"\rexport_digest\x18\x02 \x01(\tR\fexportDigest\x12\"\n" +
 	"\rnow_unix_nano\x18\x03 \x01(\x03R\vnowUnixNano\x12\x14\n" +
-	"\x05sizes\x18\x04 \x03(\x04R\x05sizes\"P\n" +
+	"\x05sizes\x18\x04 \x03(\x04R\x05sizes\x12\x1a\n" +
+	"\battached\x18\x05 \x01(\bR\battached\"P\n" +
 	"\x05Chunk\x123\n" +
 	"\x05input\x18\x01 \x01(\x0e2\x1d.privacycut.verifier.v1.InputR\x05input\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"\x87\x01\n" +

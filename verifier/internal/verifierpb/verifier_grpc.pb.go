@@ -1,7 +1,9 @@
 // Wire format between the cut host and the verifier plugin (go-plugin, gRPC).
 //
 // The request is large (a 64 MiB source and a 64 MiB export are normal), so
-// it is streamed in chunks instead of raising the message size limits. The
+// it is streamed in chunks instead of raising the message size limits, or,
+// for a one-shot plugin on Linux, not sent at all: the host hands the plugin
+// a sealed memfd holding the inputs, and the header says so. The
 // first message carries the header, with the evidence key; every later
 // message carries one chunk of one input, inputs in the order of the Input
 // enum, each input's chunks in order.
