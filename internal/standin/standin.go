@@ -88,7 +88,7 @@ func Respond(export []byte, mode string) (Answer, error) {
 					fd.Severity = "high"
 				}
 			}
-			if f[4] == "not_affected" {
+			if f[3] == "not_affected" {
 				fd.Severity, fd.Action = "none", "no action: "+module+" is not affected"
 			}
 			ans.Findings = append(ans.Findings, fd)
