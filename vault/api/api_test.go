@@ -1,0 +1,466 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/privacycut/privacycut/lease"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/internal/vaulttest"
+	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/service"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+const helperEnv = "VAULT_API_TEST_HELPER_SOCKET"
+
+func TestMain(m *testing.M) {
+	if sock := os.Getenv(helperEnv); sock != "" {
+		os.Exit(helper(sock))
+	}
+	if err := harden.Apply(); err != nil {
+		fmt.Fprintln(os.Stderr, "api tests: cannot harden the test process:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// helper runs in a child process (as another uid): it calls Status and
+// prints "ok" or "refused: <sentinel>".
+func helper(sock string) int {
+	c, err := Dial(sock)
+	if err != nil {
+		fmt.Println("dial:", err)
+		return 1
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Status(ctx); err != nil {
+		switch {
+		case errors.Is(err, ErrUnavailable):
+			fmt.Println("refused: unavailable")
+		case errors.Is(err, ErrPeerRejected):
+			fmt.Println("refused: peer")
+		default:
+			fmt.Println("refused: other:", err)
+		}
+		return 0
+	}
+	fmt.Println("ok")
+	return 0
+}
+
+var ctx = context.Background()
+
+type fixture struct {
+	v      *service.Vault
+	srv    *Server
+	c      *Client
+	sock   string
+	keyDir string
+}
+
+func start(t *testing.T, opt ServerOptions) *fixture { return startIn(t, t.TempDir(), opt) }
+
+func startIn(t *testing.T, d string, opt ServerOptions) *fixture {
+	t.Helper()
+	v, err := service.Open(service.Options{StateDir: filepath.Join(d, "state"), KeyDir: filepath.Join(d, "keys"),
+		Station: "station-a", MaxLease: time.Hour, ArenaSize: 1 << 20, SweepInterval: -1})
+	if err != nil {
+		t.Fatalf("service.Open: %v", err)
+	}
+	if p := v.Prove(); !p.Accepted() {
+		t.Fatalf("profile not accepted: %v", p.Reasons)
+	}
+	sock := filepath.Join(d, "run", "vault.sock")
+	l, err := Listen(sock)
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	srv := NewServer(v, opt)
+	go srv.Serve(l)
+	c, err := Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		srv.Stop()
+		v.Close()
+	})
+	return &fixture{v: v, srv: srv, c: c, sock: sock, keyDir: filepath.Join(d, "keys")}
+}
+
+func hexDigest(prefix string) string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+func canaries(n, size int) []seal.Pair {
+	var ps []seal.Pair
+	for i := range n {
+		b := make([]byte, 6)
+		rand.Read(b)
+		v := append([]byte("VAULTD-CANARY-api-"+hex.EncodeToString(b)+"-"), bytes.Repeat([]byte{'z'}, size)...)
+		ps = append(ps, seal.Pair{Category: service.Categories[i%7], Value: v})
+	}
+	return ps
+}
+
+func (f *fixture) grant(t *testing.T, ps []seal.Pair) service.CreateResult {
+	t.Helper()
+	sealed, err := f.c.Seal(ctx, ps)
+	if err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	res, err := f.c.CreateLease(ctx, service.CreateRequest{Run: "run-1", Attempt: 1, Target: "https://model.example/v1",
+		Purpose: "triage", SourceDigest: hexDigest("hmac-sha256:"), RemoteDeadlineS: 60, ReturnWindowS: 60,
+		Lifetime: 30 * time.Minute, Values: sealed})
+	if err != nil {
+		t.Fatalf("CreateLease: %v", err)
+	}
+	return res
+}
+
+func exportOf(tokens []string) []byte {
+	return []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+}
+
+func (f *fixture) bind(t *testing.T, res service.CreateResult) {
+	t.Helper()
+	ex := exportOf(res.Tokens)
+	if err := f.c.Bind(ctx, res.Lease.ID, "evt:seal", hexDigest("hmac-sha256:"), receipts.SHA256(ex), ex); err != nil {
+		t.Fatalf("Bind: %v", err)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	f := start(t, ServerOptions{})
+	st, err := f.c.Status(ctx)
+	if err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	if !st.Profile.Accepted() || st.Station != "station-a" || st.Epoch != 1 || st.MaxLease != time.Hour || st.SealKey == [32]byte{} {
+		t.Fatalf("status: %+v", st)
+	}
+	ps := canaries(3, 10)
+	res := f.grant(t, ps)
+	if len(res.Tokens) != 3 || res.Lease.Principal != fmt.Sprintf("uid:%d", os.Getuid()) {
+		t.Fatalf("grant: %d tokens, principal %s", len(res.Tokens), res.Lease.Principal)
+	}
+	f.bind(t, res)
+	cr := service.ClaimRequest{Run: "run-1", Attempt: 1, Station: "station-a", ReturnDigest: hexDigest("sha256:")}
+	c1, err := f.c.Claim(ctx, res.Lease.ID, cr)
+	if err != nil || c1.Repeated || c1.Lease.State != lease.Claimed {
+		t.Fatalf("Claim: %+v %v", c1, err)
+	}
+	c2, err := f.c.Claim(ctx, res.Lease.ID, cr)
+	if err != nil || !c2.Repeated {
+		t.Fatalf("repeated Claim: %+v %v", c2, err)
+	}
+	l, err := f.c.Consume(ctx, res.Lease.ID, cr)
+	if err != nil || l.State != lease.Consumed || !l.KeyDestroyed {
+		t.Fatalf("Consume: %v %v", l.State, err)
+	}
+	other := f.grant(t, ps)
+	if l, err := f.c.Revoke(ctx, other.Lease.ID); err != nil || l.State != lease.Revoked {
+		t.Fatalf("Revoke: %v %v", l.State, err)
+	}
+	infos, err := f.c.List(ctx)
+	if err != nil || len(infos) != 2 {
+		t.Fatalf("List: %d, %v", len(infos), err)
+	}
+	in, err := f.c.Show(ctx, res.Lease.ID)
+	if err != nil || in.Key != service.KeyDestroyed || in.Lease.State != lease.Consumed {
+		t.Fatalf("Show: %+v %v", in, err)
+	}
+	st, _ = f.c.Status(ctx)
+	if diff := cmp.Diff(map[string]int{"CONSUMED": 1, "REVOKED": 1}, st.Leases); diff != "" {
+		t.Errorf("lease counts (-want +got):\n%s", diff)
+	}
+	r, err := f.c.Rotate(ctx)
+	if err != nil || r.From != 1 || r.To != 2 {
+		t.Errorf("Rotate: %+v %v", r, err)
+	}
+	// Every call so far reached a handler; none was refused.
+	if f.srv.Rejected() != 0 || f.srv.Calls() < 10 {
+		t.Errorf("calls %d rejected %d", f.srv.Calls(), f.srv.Rejected())
+	}
+}
+
+// TestStreams moves a backup of several chunks through Backup, Restore and
+// ProveErasure (K2 over the socket, with its negative control).
+func TestStreams(t *testing.T) {
+	f := start(t, ServerOptions{})
+	var all []seal.Pair
+	var ids []service.CreateResult
+	for range 3 {
+		ps := canaries(6, 10<<10)
+		all = append(all, ps...)
+		r := f.grant(t, ps)
+		f.bind(t, r)
+		ids = append(ids, r)
+	}
+	var buf bytes.Buffer
+	st, err := f.c.Backup(ctx, &buf)
+	if err != nil {
+		t.Fatalf("Backup: %v", err)
+	}
+	if st.Leases != 3 || st.Maps != 3 || st.Bytes != int64(buf.Len()) || buf.Len() < 2*chunkSize {
+		t.Fatalf("backup stats %+v for %d bytes", st, buf.Len())
+	}
+	vals := make([][]byte, len(all))
+	for i, p := range all {
+		vals[i] = p.Value
+	}
+	if hits := vaulttest.Find(buf.Bytes(), vals); len(hits) > 0 {
+		t.Errorf("backup holds values %v", hits)
+	}
+	mat, err := vaulttest.ReadMaterial(f.keyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range mat.All() {
+		if bytes.Contains(buf.Bytes(), k) {
+			t.Errorf("backup holds key material")
+		}
+	}
+	pre := buf.Bytes()
+	rep, err := f.c.ProveErasure(ctx, bytes.NewReader(pre), ids[0].Lease.ID, ids[1].Lease.ID)
+	if err != nil || rep.Proven || !rep.Destroyed.Decrypts {
+		t.Fatalf("control proof: %+v %v", rep, err)
+	}
+	if _, err := f.c.Revoke(ctx, ids[0].Lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = f.c.ProveErasure(ctx, bytes.NewReader(pre), ids[0].Lease.ID, ids[1].Lease.ID)
+	if err != nil || !rep.Proven || rep.Destroyed.Code != receipts.LeaseUnrecoverable || !rep.Live.Decrypts {
+		t.Fatalf("proof: %+v %v", rep, err)
+	}
+	rs, err := f.c.Restore(ctx, bytes.NewReader(pre))
+	if err != nil || rs.Skipped != 3 {
+		t.Fatalf("Restore over the same store: %+v %v", rs, err)
+	}
+	bad := bytes.Clone(pre)
+	bad[len(bad)/2] ^= 1
+	_, err = f.c.Restore(ctx, bytes.NewReader(bad))
+	if service.CodeOf(err) != receipts.MalformedRecord {
+		t.Errorf("damaged restore: %v", err)
+	}
+}
+
+// TestErrorsCrossTheSocket: refusal codes and sentinels survive the wire.
+func TestErrorsCrossTheSocket(t *testing.T) {
+	f := start(t, ServerOptions{})
+	res := f.grant(t, canaries(1, 1))
+	cr := service.ClaimRequest{Run: "run-1", Attempt: 1, Station: "station-a", ReturnDigest: hexDigest("sha256:")}
+	_, err := f.c.Claim(ctx, res.Lease.ID, cr) // unbound
+	if service.CodeOf(err) != receipts.LeaseNotActive {
+		t.Errorf("claim of an unbound lease: %v", err)
+	}
+	f.bind(t, res)
+	if _, err := f.c.Claim(ctx, res.Lease.ID, cr); err != nil {
+		t.Fatal(err)
+	}
+	cr2 := cr
+	cr2.ReturnDigest = hexDigest("sha256:")
+	_, err = f.c.Claim(ctx, res.Lease.ID, cr2)
+	if service.CodeOf(err) != receipts.LeaseClaimConflict {
+		t.Errorf("conflicting claim: %v", err)
+	}
+	if _, err := f.c.Show(ctx, "pcl:"+strings.Repeat("a", 26)); !errors.Is(err, service.ErrNotFound) {
+		t.Errorf("Show of an unknown lease: %v", err)
+	}
+	if _, err := f.c.Show(ctx, "junk"); !errors.Is(err, service.ErrInvalid) {
+		t.Errorf("Show of a malformed id: %v", err)
+	}
+	ex := exportOf(res.Tokens)
+	if err := f.c.Bind(ctx, res.Lease.ID, "evt:x", hexDigest("hmac-sha256:"), hexDigest("sha256:"), ex); !errors.Is(err, service.ErrInvalid) {
+		t.Errorf("Bind with a wrong digest: %v", err)
+	}
+	// The profile gate crosses too.
+	t.Setenv("GOTRACEBACK", "crash")
+	f.v.Prove()
+	sealed, _ := seal.Seal(mustStatus(t, f).SealKey, canaries(1, 1))
+	_, err = f.c.CreateLease(ctx, service.CreateRequest{Run: "r", Attempt: 1, Target: "https://t", Purpose: "p",
+		SourceDigest: hexDigest("hmac-sha256:"), Values: sealed})
+	if service.CodeOf(err) != receipts.VaultProfileNotProven {
+		t.Errorf("CreateLease with the profile not proven: %v", err)
+	}
+	if _, err := f.c.Rotate(ctx); service.CodeOf(err) != receipts.VaultProfileNotProven {
+		t.Errorf("Rotate with the profile not proven: %v", err)
+	}
+}
+
+func mustStatus(t *testing.T, f *fixture) service.Status {
+	t.Helper()
+	st, err := f.c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestErrorTable round-trips every row of the table and checks that an
+// unknown error becomes Internal without its message.
+func TestErrorTable(t *testing.T) {
+	for _, row := range errorTable {
+		name := row.kind + "/" + string(row.code)
+		t.Run(name, func(t *testing.T) {
+			in := &service.Error{Code: row.code, Op: "op", Field: "f", Err: row.sentinel}
+			if row.code != "" {
+				in.Err = nil
+			}
+			st := toStatus("op", in)
+			if got := status.Code(st); got != row.grpc {
+				t.Errorf("grpc code %v, want %v", got, row.grpc)
+			}
+			out := fromStatus("op", st)
+			var e *service.Error
+			if !errors.As(out, &e) || e.Code != row.code || e.Op != "op" {
+				t.Fatalf("round trip: %#v", out)
+			}
+			if row.sentinel != nil && !errors.Is(out, row.sentinel) {
+				t.Errorf("sentinel lost: %v", out)
+			}
+		})
+	}
+	secret := "VAULTD-CANARY-unknown-error"
+	st := toStatus("op", errors.New("disk exploded near "+secret))
+	if status.Code(st) != codes.Internal || strings.Contains(st.Error(), secret) || !strings.Contains(st.Error(), internalMessage) {
+		t.Errorf("unknown error: %v", st)
+	}
+	if !errors.Is(fromStatus("op", st), service.ErrInternal) {
+		t.Errorf("unknown error did not come back as ErrInternal")
+	}
+	// A status without a Refusal detail (transport failure) is ErrUnavailable.
+	if !errors.Is(fromStatus("op", status.Error(codes.Unavailable, "connection refused")), ErrUnavailable) {
+		t.Errorf("transport failure is not ErrUnavailable")
+	}
+}
+
+// TestInterceptorRequiresPeer: a call whose context has no peer
+// credentials is refused before the handler, and not counted.
+func TestInterceptorRequiresPeer(t *testing.T) {
+	srv := NewServer(nil, ServerOptions{AllowUIDs: []uint32{0}})
+	called := false
+	_, err := srv.unary(ctx, nil, nil, func(context.Context, any) (any, error) { called = true; return nil, nil })
+	if called || status.Code(err) != codes.PermissionDenied || srv.Calls() != 0 {
+		t.Errorf("interceptor without peer: called %v, %v, calls %d", called, err, srv.Calls())
+	}
+}
+
+func TestListen(t *testing.T) {
+	d := t.TempDir()
+	sock := filepath.Join(d, "run", "v.sock")
+	l, err := Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(sock)
+	di, _ := os.Stat(filepath.Dir(sock))
+	if fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 || di.Mode().Perm() != 0o700 {
+		t.Errorf("socket %v dir %v", fi.Mode(), di.Mode())
+	}
+	if _, err := Listen(sock); err == nil || !strings.Contains(err.Error(), "already listening") {
+		t.Errorf("second Listen on a live socket: %v", err)
+	}
+	// A stale socket (nobody listening) is replaced.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	l2, err := Listen(sock)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	l2.Close()
+	// Not a socket, or a directory open to others: refused.
+	os.WriteFile(sock, []byte("x"), 0o600)
+	if _, err := Listen(sock); err == nil {
+		t.Errorf("Listen over a regular file succeeded")
+	}
+	wide := filepath.Join(d, "wide")
+	os.Mkdir(wide, 0o755)
+	os.Chmod(wide, 0o755)
+	if _, err := Listen(filepath.Join(wide, "v.sock")); err == nil {
+		t.Errorf("Listen in a 0755 directory succeeded")
+	}
+}
+
+// TestPeerCredentials: a connection from a uid not on the allow-list is
+// refused in the transport handshake, before any handler runs; the same
+// helper on the allow-list gets through (positive control).
+func TestPeerCredentials(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the test switches a child process to uid 65534")
+	}
+	const nobody = 65534
+	// The helper must be able to reach the binary and the socket: give it
+	// a world-readable copy of the test binary and open the socket's
+	// directory and the socket itself (test only), so that the only thing
+	// that can refuse it is SO_PEERCRED.
+	dir, err := os.MkdirTemp("", "vault-api-peer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the fixtures' cleanups
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "api.test")
+	src, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(f *fixture) string {
+		os.Chmod(filepath.Dir(f.sock), 0o711)
+		os.Chmod(f.sock, 0o666)
+		cmd := exec.Command(bin)
+		cmd.Env = []string{helperEnv + "=" + f.sock}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("helper: %v: %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+
+	sub := func(name string) string {
+		p := filepath.Join(dir, name)
+		os.Mkdir(p, 0o755)
+		os.Chmod(p, 0o755)
+		return p
+	}
+	denied := startIn(t, sub("denied"), ServerOptions{}) // allow-list: root only
+	if out := run(denied); !strings.HasPrefix(out, "refused:") {
+		t.Fatalf("uid %d got through: %s", nobody, out)
+	}
+	if denied.srv.Calls() != 0 || denied.srv.Rejected() == 0 {
+		t.Errorf("refused peer: %d calls reached a handler, %d rejections", denied.srv.Calls(), denied.srv.Rejected())
+	}
+
+	allowed := startIn(t, sub("allowed"), ServerOptions{AllowUIDs: []uint32{0, nobody}})
+	if out := run(allowed); out != "ok" {
+		t.Fatalf("allowed uid %d refused: %s", nobody, out)
+	}
+	if allowed.srv.Calls() != 1 || allowed.srv.Rejected() != 0 {
+		t.Errorf("allowed peer: %d calls, %d rejections", allowed.srv.Calls(), allowed.srv.Rejected())
+	}
+}

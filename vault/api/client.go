@@ -1,0 +1,322 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/privacycut/privacycut/lease"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/internal/vaultpb"
+	"github.com/privacycut/privacycut/vault/keys"
+	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/store"
+	"google.golang.org/grpc"
+)
+
+// Client is a connection to vaultd. Its methods mirror the service's and
+// return *service.Error values carrying the same refusal codes and
+// sentinels as the daemon's (errors.Is and service.CodeOf work across the
+// socket). The principal of every call is the client process's uid, as the
+// daemon reads it from the socket.
+type Client struct {
+	conn *grpc.ClientConn
+	c    vaultpb.VaultClient
+}
+
+// Dial connects to the vault's unix socket. The connection is lazy: an
+// unreachable vault shows as ErrUnavailable on the first call.
+func Dial(socketPath string) (*Client, error) {
+	conn, err := grpc.NewClient("unix:"+socketPath,
+		grpc.WithTransportCredentials(&peerCreds{}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)),
+	)
+	if err != nil {
+		return nil, &service.Error{Op: "dial", Err: ErrUnavailable}
+	}
+	return &Client{conn: conn, c: vaultpb.NewVaultClient(conn)}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// decodeLease reads a lease record from the daemon strictly and checks it.
+func decodeLease(op string, b []byte) (lease.Lease, error) {
+	var l lease.Lease
+	if err := receipts.Unmarshal(b, &l, receipts.Options{MaxBytes: store.MaxRecord}); err != nil {
+		return l, &service.Error{Op: op, Err: service.ErrInternal}
+	}
+	if err := l.Check(); err != nil {
+		return l, &service.Error{Code: receipts.LeaseUnrecoverable, Op: op}
+	}
+	return l, nil
+}
+
+// Status returns the vault's status: VaultProfile@1, sealing key, station,
+// epoch, lease counts.
+func (c *Client) Status(ctx context.Context) (service.Status, error) {
+	const op = "status"
+	r, err := c.c.Status(ctx, &vaultpb.StatusRequest{})
+	if err != nil {
+		return service.Status{}, fromStatus(op, err)
+	}
+	st := service.Status{Station: r.Station, Epoch: r.Epoch, MaxLease: time.Duration(r.MaxLeaseS) * time.Second,
+		Leases: map[string]int{}, ArenaError: r.ArenaError}
+	if err := receipts.Unmarshal(r.ProfileJson, &st.Profile, receipts.Options{}); err != nil || st.Profile.Schema != harden.Schema {
+		return service.Status{}, &service.Error{Op: op, Err: service.ErrInternal}
+	}
+	switch len(r.SealPublicKey) {
+	case 0:
+	case seal.KeySize:
+		st.SealKey = [seal.KeySize]byte(r.SealPublicKey)
+	default:
+		return service.Status{}, &service.Error{Op: op, Err: service.ErrInternal}
+	}
+	for k, n := range r.Leases {
+		st.Leases[k] = int(n)
+	}
+	return st, nil
+}
+
+// Seal fetches the vault's public key and seals the pairs to it: the
+// client-side half of CreateLease (package vault/seal).
+func (c *Client) Seal(ctx context.Context, pairs []seal.Pair) (seal.Request, error) {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return seal.Request{}, err
+	}
+	if st.SealKey == [seal.KeySize]byte{} {
+		return seal.Request{}, &service.Error{Code: receipts.VaultProfileNotProven, Op: "seal"}
+	}
+	req, err := seal.Seal(st.SealKey, pairs)
+	if err != nil {
+		var se *seal.Error
+		if errors.As(err, &se) && se.Code != "" {
+			return seal.Request{}, &service.Error{Code: se.Code, Op: "seal", Field: "values"}
+		}
+		return seal.Request{}, &service.Error{Op: "seal", Err: service.ErrInvalid, Field: "values"}
+	}
+	return req, nil
+}
+
+// CreateLease asks for a lease over req.Values (sealed with Seal).
+func (c *Client) CreateLease(ctx context.Context, req service.CreateRequest) (service.CreateResult, error) {
+	const op = "create"
+	pr := &vaultpb.CreateLeaseRequest{
+		Run: req.Run, Attempt: req.Attempt, Target: req.Target, Purpose: req.Purpose,
+		SourceDigest: req.SourceDigest, Station: req.Station,
+		RemoteDeadlineS: req.RemoteDeadlineS, ReturnWindowS: req.ReturnWindowS,
+		LifetimeS:          int64(req.Lifetime / time.Second),
+		EphemeralPublicKey: req.Values.Ephemeral[:], RecipientPublicKey: req.Values.Recipient[:],
+	}
+	for _, v := range req.Values.Values {
+		pr.Values = append(pr.Values, &vaultpb.SealedValue{Category: v.Category, Ciphertext: v.Ciphertext})
+	}
+	r, err := c.c.CreateLease(ctx, pr)
+	if err != nil {
+		return service.CreateResult{}, fromStatus(op, err)
+	}
+	l, err := decodeLease(op, r.LeaseJson)
+	if err != nil {
+		return service.CreateResult{}, err
+	}
+	return service.CreateResult{Lease: l, Tokens: r.Tokens}, nil
+}
+
+// Bind binds a lease to its sealed cut.
+func (c *Client) Bind(ctx context.Context, leaseID, cutEvent, candidateDigest, exportDigest string, export []byte) error {
+	_, err := c.c.Bind(ctx, &vaultpb.BindRequest{LeaseId: leaseID, CutEvent: cutEvent,
+		CandidateDigest: candidateDigest, ExportDigest: exportDigest, Export: export})
+	return fromStatus("bind", err)
+}
+
+func claimMsg(leaseID string, req service.ClaimRequest) *vaultpb.ClaimRequest {
+	return &vaultpb.ClaimRequest{LeaseId: leaseID, Run: req.Run, Attempt: req.Attempt, Station: req.Station, ReturnDigest: req.ReturnDigest}
+}
+
+// Claim claims a lease.
+func (c *Client) Claim(ctx context.Context, leaseID string, req service.ClaimRequest) (service.ClaimResult, error) {
+	r, err := c.c.Claim(ctx, claimMsg(leaseID, req))
+	if err != nil {
+		return service.ClaimResult{}, fromStatus("claim", err)
+	}
+	l, err := decodeLease("claim", r.LeaseJson)
+	return service.ClaimResult{Lease: l, Repeated: r.Repeated}, err
+}
+
+// Consume consumes a claimed lease.
+func (c *Client) Consume(ctx context.Context, leaseID string, req service.ClaimRequest) (lease.Lease, error) {
+	r, err := c.c.Consume(ctx, claimMsg(leaseID, req))
+	if err != nil {
+		return lease.Lease{}, fromStatus("consume", err)
+	}
+	return decodeLease("consume", r.LeaseJson)
+}
+
+// Revoke revokes a live lease.
+func (c *Client) Revoke(ctx context.Context, leaseID string) (lease.Lease, error) {
+	r, err := c.c.Revoke(ctx, &vaultpb.LeaseRef{LeaseId: leaseID})
+	if err != nil {
+		return lease.Lease{}, fromStatus("revoke", err)
+	}
+	return decodeLease("revoke", r.LeaseJson)
+}
+
+func infoOf(op string, r *vaultpb.LeaseReply) (service.Info, error) {
+	l, err := decodeLease(op, r.LeaseJson)
+	if err != nil {
+		return service.Info{}, err
+	}
+	switch k := service.KeyState(r.Key); k {
+	case service.KeyPresent, service.KeyMissing, service.KeyDestroyed:
+		return service.Info{Lease: l, Key: k}, nil
+	}
+	return service.Info{}, &service.Error{Op: op, Err: service.ErrInternal}
+}
+
+// List lists every lease.
+func (c *Client) List(ctx context.Context) ([]service.Info, error) {
+	r, err := c.c.List(ctx, &vaultpb.ListRequest{})
+	if err != nil {
+		return nil, fromStatus("list", err)
+	}
+	out := make([]service.Info, 0, len(r.Leases))
+	for _, lr := range r.Leases {
+		in, err := infoOf("list", lr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// Show shows one lease.
+func (c *Client) Show(ctx context.Context, leaseID string) (service.Info, error) {
+	r, err := c.c.Show(ctx, &vaultpb.LeaseRef{LeaseId: leaseID})
+	if err != nil {
+		return service.Info{}, fromStatus("show", err)
+	}
+	return infoOf("show", r)
+}
+
+// Backup writes the vault's backup stream to w and returns its counts. On
+// error, what was written to w is incomplete and must be discarded (its
+// checksum trailer is missing).
+func (c *Client) Backup(ctx context.Context, w io.Writer) (store.BackupStats, error) {
+	const op = "backup"
+	s, err := c.c.Backup(ctx, &vaultpb.BackupRequest{})
+	if err != nil {
+		return store.BackupStats{}, fromStatus(op, err)
+	}
+	var st store.BackupStats
+	var n int64
+	for {
+		m, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return st, fromStatus(op, err)
+		}
+		if _, err := w.Write(m.Data); err != nil {
+			return st, &service.Error{Op: op, Err: err}
+		}
+		n += int64(len(m.Data))
+		if m.Stats != nil {
+			st = store.BackupStats{Leases: int(m.Stats.Leases), Maps: int(m.Stats.Maps), Bytes: m.Stats.Bytes}
+		}
+	}
+	if st.Bytes != n {
+		return st, &service.Error{Op: op, Err: ErrUnavailable}
+	}
+	return st, nil
+}
+
+// sendAll streams r in chunks; first builds the first message.
+func sendAll[M any](r io.Reader, send func(*M) error, mk func(data []byte, first bool) *M) error {
+	buf := make([]byte, chunkSize)
+	first := true
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 || first {
+			if serr := send(mk(append([]byte(nil), buf[:n]...), first)); serr != nil {
+				return serr
+			}
+			first = false
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// Restore streams a backup to the vault, which merges it.
+func (c *Client) Restore(ctx context.Context, r io.Reader) (store.RestoreStats, error) {
+	const op = "restore"
+	s, err := c.c.Restore(ctx)
+	if err != nil {
+		return store.RestoreStats{}, fromStatus(op, err)
+	}
+	err = sendAll(r, s.Send, func(d []byte, _ bool) *vaultpb.RestoreChunk { return &vaultpb.RestoreChunk{Data: d} })
+	if err != nil && !errors.Is(err, io.EOF) {
+		var rerr error
+		if _, rerr = s.CloseAndRecv(); rerr != nil {
+			return store.RestoreStats{}, fromStatus(op, rerr)
+		}
+		return store.RestoreStats{}, &service.Error{Op: op, Err: err}
+	}
+	rep, err := s.CloseAndRecv()
+	if err != nil {
+		return store.RestoreStats{}, fromStatus(op, err)
+	}
+	return store.RestoreStats{Restored: int(rep.Restored), Maps: int(rep.Maps), Skipped: int(rep.Skipped)}, nil
+}
+
+// Rotate rotates the key epoch.
+func (c *Client) Rotate(ctx context.Context) (keys.Rotation, error) {
+	r, err := c.c.Rotate(ctx, &vaultpb.RotateRequest{})
+	if err != nil {
+		return keys.Rotation{}, fromStatus("rotate", err)
+	}
+	return keys.Rotation{From: r.From, To: r.To, Rewrapped: int(r.Rewrapped), Dropped: int(r.Dropped)}, nil
+}
+
+// ProveErasure streams a backup to the vault, which restores it into a
+// scratch store and reports whether the destroyed lease's map is
+// undecryptable while the live one's (if given) decrypts.
+func (c *Client) ProveErasure(ctx context.Context, backup io.Reader, destroyed, live string) (service.Report, error) {
+	const op = "prove-erasure"
+	s, err := c.c.ProveErasure(ctx)
+	if err != nil {
+		return service.Report{}, fromStatus(op, err)
+	}
+	err = sendAll(backup, s.Send, func(d []byte, first bool) *vaultpb.ProveErasureChunk {
+		m := &vaultpb.ProveErasureChunk{Data: d}
+		if first {
+			m.DestroyedLease, m.LiveLease = destroyed, live
+		}
+		return m
+	})
+	if err != nil && !errors.Is(err, io.EOF) {
+		if _, rerr := s.CloseAndRecv(); rerr != nil {
+			return service.Report{}, fromStatus(op, rerr)
+		}
+		return service.Report{}, &service.Error{Op: op, Err: err}
+	}
+	rep, err := s.CloseAndRecv()
+	if err != nil {
+		return service.Report{}, fromStatus(op, err)
+	}
+	var out service.Report
+	if err := receipts.Unmarshal(rep.ReportJson, &out, receipts.Options{}); err != nil || out.Schema != service.ErasureSchema {
+		return service.Report{}, &service.Error{Op: op, Err: service.ErrInternal}
+	}
+	return out, nil
+}

@@ -1,0 +1,56 @@
+// Package api is vaultd's gRPC API over a unix socket: the server that
+// wraps a service.Vault, and the Go client that cut uses.
+//
+// Calls: Status, CreateLease, Bind, Claim, Consume, Revoke, List, Show,
+// Backup (server stream), Restore (client stream), Rotate and ProveErasure
+// (client stream). The method name Rehydrate is reserved for the
+// rehydration issue. The wire format (internal/vaultpb) never appears in an
+// exported signature: the client takes and returns the service's types.
+//
+// # Authentication
+//
+// Listen creates the socket 0600 in a 0700 directory. The server's
+// transport credentials read each connection's SO_PEERCRED in the
+// handshake and close the connection unless the peer's uid is on the
+// allow-list (default: the server's own uid) — before gRPC reads a frame,
+// so no handler runs for it. A unary and a stream interceptor re-check the
+// uid from the connection's AuthInfo for every call. The principal the
+// vault records is "uid:<n>" of that peer.
+//
+// # Errors
+//
+// One table (errorTable) maps every vault error class to a gRPC status
+// code, in both directions. The status message is the error's own text,
+// which holds codes, operations and field names only; a Refusal detail
+// carries the refusal code, the operation, the field and the class. The
+// client rebuilds a *service.Error from it, so service.CodeOf and
+// errors.Is(err, service.ErrNotFound) work across the socket. An error
+// matching no row is Internal with the generic message "vault: internal
+// error" (the daemon logs the cause).
+//
+// # Security properties
+//
+// Guaranteed:
+//
+//   - Only uids on the allow-list reach a handler; a refused connection is
+//     counted (Server.Rejected) and handles no call (Server.Calls).
+//   - No message carries a plaintext value or map material: values travel
+//     sealed (package vault/seal), responses carry tokens, public lease
+//     records and reports. Sealed values, exports and backups are bytes
+//     fields.
+//   - Error statuses never carry values.
+//
+// Not guaranteed:
+//
+//   - Confidentiality from root or from processes of an allowed uid: the
+//     socket is plain (no TLS); its protection is the 0700 directory and the
+//     peer-credential check.
+//   - That the server is the real vaultd: a client trusts whoever listens
+//     on the socket path. Keep the socket directory owned by vaultd's user.
+//   - Clearing gRPC's pooled buffers: they hold sealed values, exports and
+//     backup bytes (all ciphertext or public) until reused.
+//
+// The caller's duties: place the socket in a directory only vaultd's user
+// can write; list on --allow-uid exactly the uids that may use the vault;
+// discard a partial backup (Client.Backup's error).
+package api

@@ -1,0 +1,441 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/privacycut/privacycut/lease"
+	"github.com/privacycut/privacycut/vault/internal/vaultpb"
+	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/store"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Message and stream limits.
+const (
+	// MaxMessage bounds one gRPC message in either direction (8 MiB): a
+	// grant's sealed values fit, since a map is at most 4 MiB.
+	MaxMessage = 8 << 20
+	// chunkSize is the size of backup and restore stream chunks.
+	chunkSize = 64 << 10
+)
+
+// ServerOptions configure NewServer.
+type ServerOptions struct {
+	// AllowUIDs are the uids allowed to connect. Empty means only the uid
+	// the server runs as.
+	AllowUIDs []uint32
+	// Logger receives connection refusals (uids only); nil discards.
+	Logger *slog.Logger
+}
+
+// Server is vaultd's gRPC server over a unix socket.
+type Server struct {
+	vaultpb.UnimplementedVaultServer
+	v        *service.Vault
+	grpc     *grpc.Server
+	allow    []uint32
+	log      *slog.Logger
+	calls    atomic.Uint64
+	rejected atomic.Uint64
+}
+
+// NewServer returns a server for v. Every connection's peer uid is read
+// with SO_PEERCRED during the transport handshake and checked against the
+// allow-list before gRPC reads any frame of it; every call re-checks the
+// uid from the connection's AuthInfo before its handler runs.
+func NewServer(v *service.Vault, opt ServerOptions) *Server {
+	s := &Server{v: v, allow: slices.Clone(opt.AllowUIDs), log: opt.Logger}
+	if len(s.allow) == 0 {
+		s.allow = []uint32{uint32(os.Geteuid())}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	creds := &peerCreds{allow: s.allowed, onReject: func() { s.rejected.Add(1) }}
+	s.grpc = grpc.NewServer(
+		grpc.Creds(creds),
+		grpc.UnaryInterceptor(s.unary),
+		grpc.StreamInterceptor(s.stream),
+		grpc.MaxRecvMsgSize(MaxMessage),
+		grpc.MaxSendMsgSize(MaxMessage),
+		grpc.ConnectionTimeout(10*time.Second),
+	)
+	vaultpb.RegisterVaultServer(s.grpc, s)
+	return s
+}
+
+func (s *Server) allowed(uid uint32) bool { return slices.Contains(s.allow, uid) }
+
+// Calls returns how many calls reached a handler.
+func (s *Server) Calls() uint64 { return s.calls.Load() }
+
+// Rejected returns how many connections the peer-credential check refused.
+func (s *Server) Rejected() uint64 { return s.rejected.Load() }
+
+// authorise re-checks the peer of a call.
+func (s *Server) authorise(ctx context.Context) (PeerInfo, error) {
+	p, ok := peerOf(ctx)
+	if !ok || !s.allowed(p.UID) {
+		s.log.Warn("api: call from a peer not on the allow-list refused")
+		return PeerInfo{}, toStatus("auth", &service.Error{Op: "auth", Err: ErrPeerRejected})
+	}
+	s.calls.Add(1)
+	return p, nil
+}
+
+func (s *Server) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if _, err := s.authorise(ctx); err != nil {
+		return nil, err
+	}
+	return h(ctx, req)
+}
+
+func (s *Server) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if _, err := s.authorise(ss.Context()); err != nil {
+		return err
+	}
+	return h(srv, ss)
+}
+
+// Serve serves on l until Stop or GracefulStop.
+func (s *Server) Serve(l net.Listener) error { return s.grpc.Serve(l) }
+
+// GracefulStop stops accepting connections and waits for running calls.
+func (s *Server) GracefulStop() { s.grpc.GracefulStop() }
+
+// Stop closes every connection at once.
+func (s *Server) Stop() { s.grpc.Stop() }
+
+// Listen creates the unix socket at path: its directory is created 0700
+// (an existing one must not grant group or other access), a stale socket
+// left by a killed vaultd is removed (a live one is refused), and the
+// socket is made 0600.
+func Listen(path string) (net.Listener, error) {
+	dir := filepath.Dir(path)
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	case !fi.IsDir():
+		return nil, fmt.Errorf("api: socket directory %s is not a directory", dir)
+	case fi.Mode().Perm()&0o077 != 0:
+		return nil, fmt.Errorf("api: socket directory %s has mode %#o; want 0700", dir, fi.Mode().Perm())
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("api: %s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("api: a vault is already listening on %s", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(true)
+	return l, nil
+}
+
+func principal(ctx context.Context) string {
+	p, _ := peerOf(ctx)
+	return p.Principal()
+}
+
+func leaseJSON(l lease.Lease) ([]byte, error) { return json.Marshal(l) }
+
+func infoReply(in service.Info) (*vaultpb.LeaseReply, error) {
+	b, err := leaseJSON(in.Lease)
+	if err != nil {
+		return nil, err
+	}
+	return &vaultpb.LeaseReply{LeaseJson: b, Key: string(in.Key)}, nil
+}
+
+// Status implements the Status call.
+func (s *Server) Status(ctx context.Context, _ *vaultpb.StatusRequest) (*vaultpb.StatusReply, error) {
+	st, err := s.v.Status()
+	if err != nil {
+		return nil, toStatus("status", err)
+	}
+	p, err := json.Marshal(st.Profile)
+	if err != nil {
+		return nil, toStatus("status", err)
+	}
+	r := &vaultpb.StatusReply{ProfileJson: p, Station: st.Station, Epoch: st.Epoch,
+		MaxLeaseS: int64(st.MaxLease / time.Second), Leases: map[string]uint64{}, ArenaError: st.ArenaError}
+	if st.SealKey != [seal.KeySize]byte{} {
+		r.SealPublicKey = st.SealKey[:]
+	}
+	for k, n := range st.Leases {
+		r.Leases[k] = uint64(n)
+	}
+	return r, nil
+}
+
+// CreateLease implements the CreateLease call.
+func (s *Server) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseRequest) (*vaultpb.CreateLeaseReply, error) {
+	const op = "create"
+	if len(req.EphemeralPublicKey) != seal.KeySize || len(req.RecipientPublicKey) != seal.KeySize {
+		return nil, toStatus(op, &service.Error{Op: op, Field: "public_key", Err: service.ErrInvalid})
+	}
+	if req.LifetimeS < 0 || req.LifetimeS > int64(1<<62)/int64(time.Second) {
+		return nil, toStatus(op, &service.Error{Op: op, Field: "lifetime_s", Err: service.ErrInvalid})
+	}
+	cr := service.CreateRequest{
+		Run: req.Run, Attempt: req.Attempt, Target: req.Target, Purpose: req.Purpose,
+		SourceDigest: req.SourceDigest, Station: req.Station,
+		RemoteDeadlineS: req.RemoteDeadlineS, ReturnWindowS: req.ReturnWindowS,
+		Lifetime: time.Duration(req.LifetimeS) * time.Second,
+		Values: seal.Request{
+			Ephemeral: [seal.KeySize]byte(req.EphemeralPublicKey),
+			Recipient: [seal.KeySize]byte(req.RecipientPublicKey),
+		},
+	}
+	for _, v := range req.Values {
+		cr.Values.Values = append(cr.Values.Values, seal.Value{Category: v.Category, Ciphertext: v.Ciphertext})
+	}
+	res, err := s.v.CreateLease(ctx, principal(ctx), cr)
+	if err != nil {
+		return nil, toStatus(op, err)
+	}
+	b, err := leaseJSON(res.Lease)
+	if err != nil {
+		return nil, toStatus(op, err)
+	}
+	return &vaultpb.CreateLeaseReply{LeaseJson: b, Tokens: res.Tokens}, nil
+}
+
+// Bind implements the Bind call.
+func (s *Server) Bind(ctx context.Context, req *vaultpb.BindRequest) (*vaultpb.BindReply, error) {
+	err := s.v.Bind(ctx, principal(ctx), req.LeaseId, req.CutEvent, req.CandidateDigest, req.ExportDigest, req.Export)
+	if err != nil {
+		return nil, toStatus("bind", err)
+	}
+	return &vaultpb.BindReply{}, nil
+}
+
+func claimOf(req *vaultpb.ClaimRequest) service.ClaimRequest {
+	return service.ClaimRequest{Run: req.Run, Attempt: req.Attempt, Station: req.Station, ReturnDigest: req.ReturnDigest}
+}
+
+// Claim implements the Claim call.
+func (s *Server) Claim(ctx context.Context, req *vaultpb.ClaimRequest) (*vaultpb.LeaseReply, error) {
+	res, err := s.v.Claim(ctx, principal(ctx), req.LeaseId, claimOf(req))
+	if err != nil {
+		return nil, toStatus("claim", err)
+	}
+	b, err := leaseJSON(res.Lease)
+	if err != nil {
+		return nil, toStatus("claim", err)
+	}
+	return &vaultpb.LeaseReply{LeaseJson: b, Repeated: res.Repeated}, nil
+}
+
+// Consume implements the Consume call.
+func (s *Server) Consume(ctx context.Context, req *vaultpb.ClaimRequest) (*vaultpb.LeaseReply, error) {
+	l, err := s.v.Consume(ctx, principal(ctx), req.LeaseId, claimOf(req))
+	if err != nil {
+		return nil, toStatus("consume", err)
+	}
+	b, err := leaseJSON(l)
+	if err != nil {
+		return nil, toStatus("consume", err)
+	}
+	return &vaultpb.LeaseReply{LeaseJson: b}, nil
+}
+
+// Revoke implements the Revoke call.
+func (s *Server) Revoke(ctx context.Context, req *vaultpb.LeaseRef) (*vaultpb.LeaseReply, error) {
+	l, err := s.v.Revoke(ctx, principal(ctx), req.LeaseId)
+	if err != nil {
+		return nil, toStatus("revoke", err)
+	}
+	b, err := leaseJSON(l)
+	if err != nil {
+		return nil, toStatus("revoke", err)
+	}
+	return &vaultpb.LeaseReply{LeaseJson: b}, nil
+}
+
+// List implements the List call.
+func (s *Server) List(ctx context.Context, _ *vaultpb.ListRequest) (*vaultpb.ListReply, error) {
+	infos, err := s.v.List(ctx)
+	if err != nil {
+		return nil, toStatus("list", err)
+	}
+	out := &vaultpb.ListReply{}
+	for _, in := range infos {
+		r, err := infoReply(in)
+		if err != nil {
+			return nil, toStatus("list", err)
+		}
+		out.Leases = append(out.Leases, r)
+	}
+	return out, nil
+}
+
+// Show implements the Show call.
+func (s *Server) Show(ctx context.Context, req *vaultpb.LeaseRef) (*vaultpb.LeaseReply, error) {
+	in, err := s.v.Show(ctx, req.LeaseId)
+	if err != nil {
+		return nil, toStatus("show", err)
+	}
+	r, err := infoReply(in)
+	if err != nil {
+		return nil, toStatus("show", err)
+	}
+	return r, nil
+}
+
+// chunkWriter sends what is written to it as BackupChunk messages.
+type chunkWriter struct {
+	send func(*vaultpb.BackupChunk) error
+	buf  []byte
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		k := min(len(p), chunkSize-len(w.buf))
+		w.buf = append(w.buf, p[:k]...)
+		p = p[k:]
+		if len(w.buf) == chunkSize {
+			if err := w.flush(nil); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (w *chunkWriter) flush(stats *vaultpb.BackupStats) error {
+	if len(w.buf) == 0 && stats == nil {
+		return nil
+	}
+	err := w.send(&vaultpb.BackupChunk{Data: w.buf, Stats: stats})
+	w.buf = make([]byte, 0, chunkSize)
+	return err
+}
+
+// Backup implements the Backup call: the backup stream in chunks, with the
+// counts on the last message.
+func (s *Server) Backup(_ *vaultpb.BackupRequest, ss grpc.ServerStreamingServer[vaultpb.BackupChunk]) error {
+	w := &chunkWriter{send: ss.Send, buf: make([]byte, 0, chunkSize)}
+	st, err := s.v.Backup(w)
+	if err != nil {
+		return toStatus("backup", err)
+	}
+	return w.flush(&vaultpb.BackupStats{Leases: uint32(st.Leases), Maps: uint32(st.Maps), Bytes: st.Bytes})
+}
+
+// chunkReader reads the data of a client stream, at most limit bytes.
+type chunkReader struct {
+	recv  func() ([]byte, error)
+	buf   []byte
+	left  int64
+	first []byte
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if r.first != nil {
+			r.buf, r.first = r.first, nil
+			continue
+		}
+		b, err := r.recv()
+		if err != nil {
+			return 0, err
+		}
+		r.buf = b
+	}
+	if r.left <= 0 {
+		return 0, status.Error(codes.ResourceExhausted, "api: backup stream over its limit")
+	}
+	n := copy(p, r.buf[:min(int64(len(r.buf)), r.left)])
+	r.buf = r.buf[n:]
+	r.left -= int64(n)
+	return n, nil
+}
+
+// Restore implements the Restore call.
+func (s *Server) Restore(ss grpc.ClientStreamingServer[vaultpb.RestoreChunk, vaultpb.RestoreReply]) error {
+	r := &chunkReader{left: store.MaxBackup + 1, recv: func() ([]byte, error) {
+		m, err := ss.Recv()
+		if err != nil {
+			return nil, err
+		}
+		return m.Data, nil
+	}}
+	st, err := s.v.Restore(r)
+	if err != nil {
+		return toStatus("restore", err)
+	}
+	return ss.SendAndClose(&vaultpb.RestoreReply{Restored: uint32(st.Restored), Maps: uint32(st.Maps), Skipped: uint32(st.Skipped)})
+}
+
+// Rotate implements the Rotate call.
+func (s *Server) Rotate(ctx context.Context, _ *vaultpb.RotateRequest) (*vaultpb.RotateReply, error) {
+	r, err := s.v.Rotate()
+	if err != nil {
+		return nil, toStatus("rotate", err)
+	}
+	return &vaultpb.RotateReply{From: r.From, To: r.To, Rewrapped: uint32(r.Rewrapped), Dropped: uint32(r.Dropped)}, nil
+}
+
+// ProveErasure implements the ProveErasure call: the first message names
+// the leases, the data of every message is the backup stream.
+func (s *Server) ProveErasure(ss grpc.ClientStreamingServer[vaultpb.ProveErasureChunk, vaultpb.ProveErasureReply]) error {
+	const op = "prove-erasure"
+	first, err := ss.Recv()
+	if err != nil {
+		return toStatus(op, &service.Error{Op: op, Field: "stream", Err: service.ErrInvalid})
+	}
+	r := &chunkReader{left: store.MaxBackup + 1, first: first.Data, recv: func() ([]byte, error) {
+		m, err := ss.Recv()
+		if err != nil {
+			return nil, err
+		}
+		return m.Data, nil
+	}}
+	rep, err := s.v.ProveErasure(r, first.DestroyedLease, first.LiveLease)
+	if err != nil {
+		return toStatus(op, err)
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return toStatus(op, err)
+	}
+	return ss.SendAndClose(&vaultpb.ProveErasureReply{ReportJson: b})
+}
+
+var _ io.Reader = (*chunkReader)(nil)
