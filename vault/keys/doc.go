@@ -31,7 +31,7 @@
 // wraps), and if it names e+1, finishes it (destroys epoch e and its wraps).
 // Either way exactly one epoch key remains and every wrap is under it. A
 // crash at any step therefore leaves every live data key usable under one
-// epoch. The build tag crashpoints (package vault/internal/crash) names a
+// epoch. The build tag crashpoints (package vault/crash) names a
 // point after each step and inside each file write.
 //
 // # Security properties

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/privacycut/privacycut/vault/internal/crash"
+	"github.com/privacycut/privacycut/vault/crash"
 	"golang.org/x/sys/unix"
 )
 

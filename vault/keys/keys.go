@@ -15,7 +15,7 @@ import (
 
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/arena"
-	"github.com/privacycut/privacycut/vault/internal/crash"
+	"github.com/privacycut/privacycut/vault/crash"
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/sys/unix"
 )
@@ -93,9 +93,9 @@ type Dir struct {
 	kekErr error         // why kek is nil
 
 	// stop, when set by a test of this package, is asked at every rotation
-	// crash point; a non-nil error makes Rotate return at once, leaving the
-	// files as a crash there would.
-	stop func(point string) error
+	// step (a halt value); a non-nil error makes Rotate return at once,
+	// leaving the files as a crash there would.
+	stop func(step halt) error
 }
 
 // Open opens (creating if needed) the key directory at path and runs boot
@@ -504,7 +504,8 @@ func (d *Dir) Rotate() (Rotation, error) {
 	if err := d.writeKey(to, kek); err != nil {
 		return rollback(newError(op, to, ErrIO, err))
 	}
-	if err := d.at(crash.RotateKEKWritten); err != nil {
+	crash.At(crash.RotateKEKWritten)
+	if err := d.halt(haltKEKWritten); err != nil {
 		return r, err
 	}
 
@@ -526,18 +527,21 @@ func (d *Dir) Rotate() (Rotation, error) {
 			continue
 		}
 		r.Rewrapped++
-		if err := d.at(crash.RotateRewrapped); err != nil {
+		crash.At(crash.RotateRewrapped)
+		if err := d.halt(haltRewrapped); err != nil {
 			return r, err
 		}
 	}
-	if err := d.at(crash.RotateAllRewrapped); err != nil {
+	crash.At(crash.RotateAllRewrapped)
+	if err := d.halt(haltAllRewrapped); err != nil {
 		return r, err
 	}
 
 	if err := writePointer(d.path, to); err != nil {
 		return rollback(newError(op, to, ErrIO, err))
 	}
-	if err := d.at(crash.RotateSwitched); err != nil {
+	crash.At(crash.RotateSwitched)
+	if err := d.halt(haltSwitched); err != nil {
 		return r, err
 	}
 	old := d.kek
@@ -548,7 +552,8 @@ func (d *Dir) Rotate() (Rotation, error) {
 	if err := destroyFile(d.path, epochName(from)); err != nil {
 		return r, newError(op, from, ErrIO, err)
 	}
-	if err := d.at(crash.RotateOldKEKDestroyed); err != nil {
+	crash.At(crash.RotateOldKEKDestroyed)
+	if err := d.halt(haltOldKEKDestroyed); err != nil {
 		return r, err
 	}
 	for _, w := range ws {
@@ -566,11 +571,23 @@ func (d *Dir) Rotate() (Rotation, error) {
 	return r, nil
 }
 
-// at passes a rotation crash point.
-func (d *Dir) at(point string) error {
-	crash.At(point)
+// halt names the rotation steps for the in-package tests' stop hook. They
+// mirror the crash points, which are passed as constants straight to
+// crash.At so that a release build does not contain their names.
+type halt int
+
+const (
+	haltKEKWritten halt = iota + 1
+	haltRewrapped
+	haltAllRewrapped
+	haltSwitched
+	haltOldKEKDestroyed
+)
+
+// halt asks the test hook whether to stop at a rotation step.
+func (d *Dir) halt(step halt) error {
 	if d.stop != nil {
-		return d.stop(point)
+		return d.stop(step)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/arena"
-	"github.com/privacycut/privacycut/vault/internal/crash"
+	"github.com/privacycut/privacycut/vault/crash"
 )
 
 func newArena(t *testing.T) *arena.Arena {
@@ -413,15 +413,16 @@ func TestRotateConcurrentWithWraps(t *testing.T) {
 func TestRecoveryAtEveryRotationPoint(t *testing.T) {
 	tests := []struct {
 		point     string
+		step      halt
 		pass      int
 		wantEpoch uint64
 	}{
-		{crash.RotateKEKWritten, 1, 1},
-		{crash.RotateRewrapped, 1, 1},
-		{crash.RotateRewrapped, 2, 1},
-		{crash.RotateAllRewrapped, 1, 1},
-		{crash.RotateSwitched, 1, 2},
-		{crash.RotateOldKEKDestroyed, 1, 2},
+		{crash.RotateKEKWritten, haltKEKWritten, 1, 1},
+		{crash.RotateRewrapped, haltRewrapped, 1, 1},
+		{crash.RotateRewrapped, haltRewrapped, 2, 1},
+		{crash.RotateAllRewrapped, haltAllRewrapped, 1, 1},
+		{crash.RotateSwitched, haltSwitched, 1, 2},
+		{crash.RotateOldKEKDestroyed, haltOldKEKDestroyed, 1, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.point+"/"+string(rune('0'+tc.pass)), func(t *testing.T) {
@@ -438,8 +439,8 @@ func TestRecoveryAtEveryRotationPoint(t *testing.T) {
 			}
 			n := 0
 			errStop := errors.New("simulated crash")
-			d.stop = func(p string) error {
-				if p == tc.point {
+			d.stop = func(p halt) error {
+				if p == tc.step {
 					n++
 					if n == tc.pass {
 						return errStop

@@ -9,7 +9,7 @@ import (
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/arena"
-	"github.com/privacycut/privacycut/vault/internal/crash"
+	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/keys"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/store"

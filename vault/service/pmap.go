@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 
 	"github.com/privacycut/privacycut/receipts"
@@ -106,10 +107,28 @@ func tokenMAC(a *arena.Arena, h hash.Hash, category string, value *arena.Secret)
 		return nil
 	})
 	scrub(h)
+	scrubStack()
 	if err != nil {
 		return "", err
 	}
 	return b32.EncodeToString(sum[:13])[:macLen], nil
+}
+
+// scrubStack overwrites 8 KiB of stack below the caller's frame, where the
+// hash functions just ran: SHA-256's Sum copies its state, including the
+// message's last partial block, into a local. Best effort: a stack that
+// grew in between was copied and its old copy freed unwiped.
+//
+//go:noinline
+func scrubStack() {
+	var buf [8 << 10]byte
+	clearBytes(buf[:])
+}
+
+//go:noinline
+func clearBytes(b []byte) {
+	clear(b)
+	runtime.KeepAlive(b)
 }
 
 // scrub overwrites the block buffer a hash keeps between writes (best

@@ -2,6 +2,8 @@
 
 package crash
 
+import "time"
+
 // Enabled reports whether this build has crash points.
 const Enabled = false
 
@@ -10,3 +12,6 @@ func At(string) {}
 
 // ForceArenaFallback reports false in a release build.
 func ForceArenaFallback() bool { return false }
+
+// ClockOffset reports 0 in a release build.
+func ClockOffset() time.Duration { return 0 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Enabled reports whether this build has crash points.
@@ -17,6 +18,7 @@ const Enabled = true
 const (
 	envPoint    = "VAULTD_CRASHPOINT"
 	envFallback = "VAULTD_TEST_ARENA_FALLBACK"
+	envClock    = "VAULTD_TEST_CLOCK_OFFSET"
 )
 
 var (
@@ -61,3 +63,14 @@ func At(name string) {
 // ForceArenaFallback reports whether VAULTD_TEST_ARENA_FALLBACK=1 asks for
 // the mlock arena even where memfd_secret exists.
 func ForceArenaFallback() bool { return os.Getenv(envFallback) == "1" }
+
+// ClockOffset is VAULTD_TEST_CLOCK_OFFSET (a time.Duration, e.g. "2h" or
+// "-3h"): the daemon's wall clock is shifted by it, so that expiry across a
+// restart and a clock set back can be tested without waiting.
+func ClockOffset() time.Duration {
+	d, err := time.ParseDuration(os.Getenv(envClock))
+	if err != nil {
+		return 0
+	}
+	return d
+}

@@ -11,6 +11,9 @@
 //
 // makes the process SIGKILL itself (or, with ":panic", panic) at the n-th
 // pass (n ≥ 1) of the named point. Only one point is armed per process.
+// The same build also honours two test hooks: VAULTD_TEST_ARENA_FALLBACK=1
+// (use the mlock arena even where memfd_secret exists) and
+// VAULTD_TEST_CLOCK_OFFSET=<duration> (shift the daemon's wall clock).
 //
 // # Security properties
 //

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/privacycut/privacycut/vault/service"
+)
+
+func init() {
+	register(&command{name: "lease", summary: "vaultd leases: list, show, revoke", run: runLease})
+}
+
+const leaseUsage = `usage: cut lease list [--json] [--vault SOCK]
+       cut lease show REF [--json] [--vault SOCK]
+       cut lease revoke REF [--json] [--vault SOCK]`
+
+func runLease(ctx context.Context, c *Cmd, args []string) error {
+	if len(args) == 0 {
+		return usagef("%s", leaseUsage)
+	}
+	sub, rest := args[0], args[1:]
+	c.name = "cut lease " + sub
+	switch sub {
+	case "list":
+		return leaseList(ctx, c, rest)
+	case "show":
+		return leaseShow(ctx, c, rest)
+	case "revoke":
+		return leaseRevoke(ctx, c, rest)
+	}
+	return usagef("unknown lease command %q\n%s", sub, leaseUsage)
+}
+
+// leaseListOut is the --json output of cut lease list: every lease with
+// the state of its data key. Leases are public metadata; no map material
+// is ever printed.
+type leaseListOut struct {
+	Leases []service.Info `json:"leases"`
+}
+
+func leaseList(ctx context.Context, c *Cmd, args []string) error {
+	fs, f := c.vaultFlagSet("lease list")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("usage: cut lease list [--json] [--vault SOCK]")
+	}
+	cl, err := c.dial(f)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	infos, err := cl.List(ctx)
+	if err != nil {
+		return c.vaultError(*f.asJSON, err)
+	}
+	if *f.asJSON {
+		if infos == nil {
+			infos = []service.Info{}
+		}
+		return c.printJSON(leaseListOut{Leases: infos})
+	}
+	if len(infos) == 0 {
+		fmt.Fprintln(c.Stdout, "no leases")
+		return nil
+	}
+	fmt.Fprintf(c.Stdout, "%-30s  %-8s  %-9s  %-20s  %s\n", "LEASE", "STATE", "KEY", "DEADLINE", "RUN/ATTEMPT")
+	for _, in := range infos {
+		l := in.Lease
+		fmt.Fprintf(c.Stdout, "%-30s  %-8s  %-9s  %-20s  %s/%d\n", l.ID, l.State, in.Key,
+			l.Deadline.Format(time.RFC3339), l.Run, l.Attempt)
+	}
+	return nil
+}
+
+func leaseShow(ctx context.Context, c *Cmd, args []string) error {
+	fs, f := c.vaultFlagSet("lease show")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("usage: cut lease show REF [--json] [--vault SOCK]")
+	}
+	cl, err := c.dial(f)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	in, err := cl.Show(ctx, pos[0])
+	if err != nil {
+		return c.vaultError(*f.asJSON, err)
+	}
+	if *f.asJSON {
+		return c.printJSON(in)
+	}
+	printInfo(c.Stdout, in)
+	return nil
+}
+
+func leaseRevoke(ctx context.Context, c *Cmd, args []string) error {
+	fs, f := c.vaultFlagSet("lease revoke")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("usage: cut lease revoke REF [--json] [--vault SOCK]")
+	}
+	cl, err := c.dial(f)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	l, err := cl.Revoke(ctx, pos[0])
+	if err != nil {
+		return c.vaultError(*f.asJSON, err)
+	}
+	in := service.Info{Lease: l, Key: service.KeyDestroyed}
+	if !l.KeyDestroyed {
+		in.Key = service.KeyPresent // destruction pending; the vault completes it
+	}
+	if *f.asJSON {
+		return c.printJSON(in)
+	}
+	fmt.Fprintf(c.Stdout, "revoked %s; data key %s\n", l.ID, in.Key)
+	return nil
+}
+
+func printInfo(w io.Writer, in service.Info) {
+	l := in.Lease
+	fmt.Fprintf(w, "lease:      %s\n", l.ID)
+	fmt.Fprintf(w, "state:      %s (seq %d, updated %s)\n", l.State, l.Seq, l.UpdatedAt.Format(time.RFC3339))
+	fmt.Fprintf(w, "data key:   %s (grant epoch %d)\n", in.Key, l.KeyEpoch)
+	fmt.Fprintf(w, "deadline:   %s (created %s)\n", l.Deadline.Format(time.RFC3339), l.CreatedAt.Format(time.RFC3339))
+	fmt.Fprintf(w, "run:        %s attempt %d\n", l.Run, l.Attempt)
+	fmt.Fprintf(w, "station:    %s, principal %s\n", l.Station, l.Principal)
+	fmt.Fprintf(w, "target:     %s\n", l.Target)
+	fmt.Fprintf(w, "purpose:    %s\n", l.Purpose)
+	fmt.Fprintf(w, "namespace:  %s\n", l.Namespace)
+	if l.Bound() {
+		fmt.Fprintf(w, "cut event:  %s\n", l.CutEvent)
+		fmt.Fprintf(w, "export:     %s\n", l.ExportDigest)
+	}
+	if l.ClaimedBy != nil {
+		fmt.Fprintf(w, "claimed by: %s run %s attempt %d station %s return %s\n", l.ClaimedBy.Principal,
+			l.ClaimedBy.Run, l.ClaimedBy.Attempt, l.ClaimedBy.Station, l.ClaimedBy.ReturnDigest)
+	}
+}

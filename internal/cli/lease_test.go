@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/service"
+)
+
+// TestLeaseCommands: list, show and revoke against an in-process vault;
+// a second revoke is a refusal (exit 3, refusal document, journaled); an
+// unknown lease is an operational error (exit 1).
+func TestLeaseCommands(t *testing.T) {
+	f := newVaultFixture(t)
+	a := f.grant(t)
+	b := f.grant(t)
+	code, out, errb := f.cut(t, "lease", "list", "--json")
+	if code != ExitOK {
+		t.Fatalf("list: exit %d: %s", code, errb)
+	}
+	var list leaseListOut
+	decodeStrict(t, out, &list)
+	if len(list.Leases) != 2 || list.Leases[0].Key != service.KeyPresent {
+		t.Fatalf("list: %+v", list)
+	}
+	code, out, _ = f.cut(t, "lease", "list")
+	if code != ExitOK || !bytes.Contains(out, []byte(a.Lease.ID)) || !bytes.Contains(out, []byte("ACTIVE")) {
+		t.Errorf("human list (exit %d):\n%s", code, out)
+	}
+	code, out, _ = f.cut(t, "lease", "show", a.Lease.ID, "--json")
+	var in service.Info
+	decodeStrict(t, out, &in)
+	if code != ExitOK || in.Lease.ID != a.Lease.ID || in.Lease.ExportDigest == "" {
+		t.Errorf("show: exit %d %+v", code, in)
+	}
+	code, out, _ = f.cut(t, "lease", "revoke", a.Lease.ID, "--json")
+	decodeStrict(t, out, &in)
+	if code != ExitOK || in.Lease.State.String() != "REVOKED" || in.Key != service.KeyDestroyed {
+		t.Errorf("revoke: exit %d %+v", code, in)
+	}
+	// Revoking again is a refusal: exit 3 and the refusal document.
+	code, out, _ = f.cut(t, "lease", "revoke", a.Lease.ID, "--json")
+	var ref refusalDoc
+	decodeStrict(t, out, &ref)
+	if code != ExitRefused || !ref.Refused || len(ref.Reasons) != 1 || ref.Reasons[0] != (receipts.Reason{Code: receipts.LeaseNotActive, Part: -1, Kind: "vault"}) || ref.EventID == "" {
+		t.Errorf("second revoke: exit %d %+v", code, ref)
+	}
+	code, out, _ = f.cut(t, "lease", "revoke", a.Lease.ID)
+	if code != ExitRefused || !bytes.HasPrefix(out, []byte("refused: LEASE_NOT_ACTIVE")) {
+		t.Errorf("second revoke, human: exit %d %s", code, out)
+	}
+	// The refusal is journaled.
+	j, _ := os.ReadFile(f.journal)
+	if !bytes.Contains(j, []byte(ref.EventID)) {
+		t.Errorf("refusal %s not in the journal", ref.EventID)
+	}
+	code, _, _ = f.cut(t, "lease", "show", "pcl:"+strings.Repeat("a", 26))
+	if code != ExitError {
+		t.Errorf("show of an unknown lease: exit %d", code)
+	}
+	code, out, _ = f.cut(t, "lease", "show", b.Lease.ID)
+	if code != ExitOK || !bytes.Contains(out, []byte("data key:   present")) {
+		t.Errorf("human show (exit %d):\n%s", code, out)
+	}
+}

@@ -1,0 +1,357 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/store"
+)
+
+func init() {
+	register(&command{name: "vault", summary: "vaultd: status, backup, restore, rotate, prove-erasure", run: runVault})
+}
+
+const vaultUsage = `usage: cut vault status [--json] [--vault SOCK]
+       cut vault backup -o FILE [--json] [--vault SOCK]
+       cut vault restore FILE [--json] [--vault SOCK]
+       cut vault rotate [--json] [--vault SOCK]
+       cut vault prove-erasure BACKUP LEASE [--live LEASE] [--json] [--vault SOCK]`
+
+// vaultFlags are the flags every vault and lease subcommand takes.
+type vaultFlags struct {
+	sock   *string
+	asJSON *bool
+}
+
+func (c *Cmd) vaultFlagSet(name string) (*flag.FlagSet, vaultFlags) {
+	fs := c.flags(name)
+	return fs, vaultFlags{
+		sock:   fs.String("vault", c.Getenv("PRIVACYCUT_VAULT"), "vaultd socket `path` (default $PRIVACYCUT_VAULT)"),
+		asJSON: fs.Bool("json", false, "print one JSON document"),
+	}
+}
+
+// dial connects to the vault named by --vault.
+func (c *Cmd) dial(f vaultFlags) (*api.Client, error) {
+	if *f.sock == "" {
+		return nil, usagef("no vault socket: pass --vault SOCK or set PRIVACYCUT_VAULT")
+	}
+	return api.Dial(*f.sock)
+}
+
+// vaultError turns a vault error into the command's result: a refusal code
+// prints the refusal document of SPEC §12 and exits 3; anything else is an
+// operational error (exit 1).
+func (c *Cmd) vaultError(asJSON bool, err error) error {
+	code := service.CodeOf(err)
+	if code == "" {
+		return err
+	}
+	doc := refusalDoc{Refused: true, EventID: receipts.NewEventID(),
+		Reasons: []receipts.Reason{{Code: code, Part: -1, Kind: "vault"}}}
+	c.journal(doc.EventID, doc.Reasons)
+	if asJSON {
+		if perr := c.printJSON(doc); perr != nil {
+			return perr
+		}
+	} else {
+		fmt.Fprintf(c.Stdout, "refused: %s (event %s)\n", code, doc.EventID)
+	}
+	c.errorf("%s: %v", c.name, err)
+	return &refusedError{1}
+}
+
+func runVault(ctx context.Context, c *Cmd, args []string) error {
+	if len(args) == 0 {
+		return usagef("%s", vaultUsage)
+	}
+	sub, rest := args[0], args[1:]
+	c.name = "cut vault " + sub
+	switch sub {
+	case "status":
+		return vaultStatus(ctx, c, rest)
+	case "backup":
+		return vaultBackup(ctx, c, rest)
+	case "restore":
+		return vaultRestore(ctx, c, rest)
+	case "rotate":
+		return vaultRotate(ctx, c, rest)
+	case "prove-erasure":
+		return vaultProve(ctx, c, rest)
+	}
+	return usagef("unknown vault command %q\n%s", sub, vaultUsage)
+}
+
+// printPlainJSON prints v with encoding/json: VaultProfile@1 may carry a
+// core limit of 2^64-1 ("unlimited"), which canonical JSON (I-JSON
+// integers) cannot hold.
+func (c *Cmd) printPlainJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = c.Stdout.Write(append(b, '\n'))
+	return err
+}
+
+func vaultStatus(ctx context.Context, c *Cmd, args []string) error {
+	fs, f := c.vaultFlagSet("vault status")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("usage: cut vault status [--json] [--vault SOCK]")
+	}
+	cl, err := c.dial(f)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	st, err := cl.Status(ctx)
+	if err != nil {
+		return c.vaultError(*f.asJSON, err)
+	}
+	if *f.asJSON {
+		return c.printPlainJSON(st.Profile)
+	}
+	p := st.Profile
+	locked := "not locked"
+	if p.Arena.Locked {
+		locked = "locked"
+	}
+	fmt.Fprintf(c.Stdout, "profile: %s\n", p.Profile)
+	fmt.Fprintf(c.Stdout, "arena: %s, %d bytes, %s\n", p.Arena.Kind, p.Arena.Bytes, locked)
+	fmt.Fprintf(c.Stdout, "dumpable: %v, core limit: %d, traceback: %q, swap: %s\n", p.Dumpable, p.CoreLimit, p.Traceback, p.Swap)
+	reasons := "none"
+	if len(p.Reasons) > 0 {
+		reasons = strings.Join(p.Reasons, ", ")
+	}
+	fmt.Fprintf(c.Stdout, "reasons: %s\n", reasons)
+	for _, it := range p.Items {
+		if !it.OK {
+			fmt.Fprintf(c.Stdout, "  %s: %s\n", it.Name, it.Detail)
+		}
+	}
+	if st.ArenaError != "" {
+		fmt.Fprintf(c.Stdout, "arena error: %s\n", st.ArenaError)
+	}
+	fmt.Fprintf(c.Stdout, "station: %s, key epoch: %d, max lease: %s, pid: %d\n", st.Station, st.Epoch, st.MaxLease, p.PID)
+	fmt.Fprintf(c.Stdout, "leases: %s\n", summary(st.Leases))
+	return nil
+}
+
+// backupOut is the --json output of cut vault backup.
+type backupOut struct {
+	File   string `json:"file"`
+	Leases int    `json:"leases"`
+	Maps   int    `json:"maps"`
+	Bytes  int64  `json:"bytes"`
+}
+
+func vaultBackup(ctx context.Context, c *Cmd, args []string) error {
+	fs, f := c.vaultFlagSet("vault backup")
+	out := fs.String("o", "", "write the backup to `file` (\"-\": stdout)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *out == "" || len(pos) != 0 {
+		return usagef("usage: cut vault backup -o FILE [--json] [--vault SOCK]")
+	}
+	if *out == "-" && *f.asJSON {
+		return usagef("-o - writes the backup to stdout; it cannot be combined with --json")
+	}
+	cl, err := c.dial(f)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var st store.BackupStats
+	if *out == "-" {
+		st, err = cl.Backup(ctx, c.Stdout)
+	} else {
+		st, err = writeFileAtomic(*out, func(w io.Writer) (store.BackupStats, error) { return cl.Backup(ctx, w) })
+	}
+	if err != nil {
+		return c.vaultError(*f.asJSON, err)
+	}
+	switch {
+	case *f.asJSON:
+		return c.printJSON(backupOut{File: *out, Leases: st.Leases, Maps: st.Maps, Bytes: st.Bytes})
+	case *out == "-":
+		fmt.Fprintf(c.Stderr, "cut: backup: %d leases, %d maps, %d bytes\n", st.Leases, st.Maps, st.Bytes)
+	default:
+		fmt.Fprintf(c.Stdout, "backup: %d leases, %d maps, %d bytes written to %s\n", st.Leases, st.Maps, st.Bytes, *out)
+	}
+	return nil
+}
+
+// writeFileAtomic writes a new file through a temporary file in the same
+// directory (0600, fsynced, renamed into place): a failed or interrupted
+// backup never leaves a partial file under the final name.
+func writeFileAtomic(path string, fill func(io.Writer) (store.BackupStats, error)) (store.BackupStats, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return store.BackupStats{}, err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return store.BackupStats{}, err
+	}
+	st, err := fill(tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return st, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// openInput opens a file argument, "-" meaning stdin.
+func (c *Cmd) openInput(path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(c.Stdin), nil
+	}
+	return os.Open(path)
+}
+
+func vaultRestore(ctx context.Context, c *Cmd, args []string) error {
+	fs, f := c.vaultFlagSet("vault restore")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("usage: cut vault restore FILE [--json] [--vault SOCK]")
+	}
+	in, err := c.openInput(pos[0])
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	cl, err := c.dial(f)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	st, err := cl.Restore(ctx, in)
+	if err != nil {
+		return c.vaultError(*f.asJSON, err)
+	}
+	if *f.asJSON {
+		return c.printJSON(st)
+	}
+	fmt.Fprintf(c.Stdout, "restore: %d leases restored (%d with maps), %d already present\n", st.Restored, st.Maps, st.Skipped)
+	return nil
+}
+
+// rotateOut is the --json output of cut vault rotate.
+type rotateOut struct {
+	From      uint64 `json:"from"`
+	To        uint64 `json:"to"`
+	Rewrapped int    `json:"rewrapped"`
+	Dropped   int    `json:"dropped"`
+}
+
+func vaultRotate(ctx context.Context, c *Cmd, args []string) error {
+	fs, f := c.vaultFlagSet("vault rotate")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("usage: cut vault rotate [--json] [--vault SOCK]")
+	}
+	cl, err := c.dial(f)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	r, err := cl.Rotate(ctx)
+	if err != nil {
+		return c.vaultError(*f.asJSON, err)
+	}
+	if *f.asJSON {
+		return c.printJSON(rotateOut{From: r.From, To: r.To, Rewrapped: r.Rewrapped, Dropped: r.Dropped})
+	}
+	fmt.Fprintf(c.Stdout, "rotate: key epoch %d → %d, %d data keys re-wrapped, %d dropped\n", r.From, r.To, r.Rewrapped, r.Dropped)
+	return nil
+}
+
+// errNotProven is prove-erasure's failure: the report was printed and it
+// does not prove erasure (exit 4).
+var errNotProven = &verifyError{claims: []string{"erasure"}}
+
+func vaultProve(ctx context.Context, c *Cmd, args []string) error {
+	fs, f := c.vaultFlagSet("vault prove-erasure")
+	live := fs.String("live", "", "a live `lease` that must still decrypt (negative control)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("usage: cut vault prove-erasure BACKUP LEASE [--live LEASE] [--json] [--vault SOCK]")
+	}
+	in, err := c.openInput(pos[0])
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	cl, err := c.dial(f)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rep, err := cl.ProveErasure(ctx, in, pos[1], *live)
+	if err != nil {
+		return c.vaultError(*f.asJSON, err)
+	}
+	if *f.asJSON {
+		if err := c.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		printProbe(c.Stdout, "destroyed", rep.Destroyed)
+		if rep.Live != nil {
+			printProbe(c.Stdout, "live", *rep.Live)
+		}
+		verdict := "erasure proven"
+		if !rep.Proven {
+			verdict = "erasure NOT proven"
+		}
+		fmt.Fprintf(c.Stdout, "%s (key epoch %d)\n", verdict, rep.Epoch)
+	}
+	if !rep.Proven {
+		return errNotProven
+	}
+	return nil
+}
+
+func printProbe(w io.Writer, role string, p service.Probe) {
+	switch {
+	case !p.InBackup:
+		fmt.Fprintf(w, "%s %s: not in the backup\n", role, p.Lease)
+	case p.Decrypts:
+		fmt.Fprintf(w, "%s %s (%s in the backup): map decrypts, %d entries\n", role, p.Lease, p.State, p.Entries)
+	default:
+		fmt.Fprintf(w, "%s %s (%s in the backup): undecryptable, %s: %s\n", role, p.Lease, p.State, p.Code, p.Reason)
+	}
+}

@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/store"
+)
+
+var hardenOnce sync.Once
+
+// vaultFixture is an in-process vaultd (service + gRPC server on a unix
+// socket) for the vault and lease commands. The test process is hardened
+// once (RLIMIT_CORE 0, PR_SET_DUMPABLE 0) so that the vault's profile can
+// be accepted, as in the daemon.
+type vaultFixture struct {
+	*testEnv
+	v      *service.Vault
+	c      *api.Client
+	sock   string
+	values [][]byte
+}
+
+func newVaultFixture(t *testing.T) *vaultFixture {
+	t.Helper()
+	hardenOnce.Do(func() {
+		if err := harden.Apply(); err != nil {
+			t.Fatalf("cannot harden the test process: %v", err)
+		}
+	})
+	e := newTestEnv(t)
+	v, err := service.Open(service.Options{StateDir: filepath.Join(e.dir, "vstate"), KeyDir: filepath.Join(e.dir, "vkeys"),
+		Station: "station-a", MaxLease: time.Hour, ArenaSize: 1 << 20, SweepInterval: -1})
+	if err != nil {
+		t.Fatalf("service.Open: %v", err)
+	}
+	if p := v.Prove(); !p.Accepted() {
+		t.Fatalf("profile not accepted: %v", p.Reasons)
+	}
+	sock := filepath.Join(e.dir, "run", "vault.sock")
+	l, err := api.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := api.NewServer(v, api.ServerOptions{})
+	go srv.Serve(l)
+	c, err := api.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); srv.Stop(); v.Close() })
+	return &vaultFixture{testEnv: e, v: v, c: c, sock: sock}
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// grant creates a bound lease over two canary values through the client.
+func (f *vaultFixture) grant(t *testing.T) service.CreateResult {
+	t.Helper()
+	ctx := context.Background()
+	pairs := []seal.Pair{
+		{Category: "module", Value: []byte(canary + "-" + randHex(4))},
+		{Category: "team", Value: []byte(canary + "-" + randHex(4))},
+	}
+	for _, p := range pairs {
+		f.values = append(f.values, p.Value)
+	}
+	sealed, err := f.c.Seal(ctx, pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.c.CreateLease(ctx, service.CreateRequest{Run: "run-1", Attempt: 1, Target: "https://model.example/v1",
+		Purpose: "triage", SourceDigest: "hmac-sha256:" + randHex(32), RemoteDeadlineS: 60, ReturnWindowS: 60,
+		Lifetime: 30 * time.Minute, Values: sealed})
+	if err != nil {
+		t.Fatalf("CreateLease: %v", err)
+	}
+	ex := []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(res.Tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+	if err := f.c.Bind(ctx, res.Lease.ID, "evt:seal", "hmac-sha256:"+randHex(32), receipts.SHA256(ex), ex); err != nil {
+		t.Fatalf("Bind: %v", err)
+	}
+	return res
+}
+
+// cut runs the command with --vault and checks that no output holds a
+// canary.
+func (f *vaultFixture) cut(t *testing.T, args ...string) (int, []byte, []byte) {
+	t.Helper()
+	code, out, errb := f.run(t, append(args, "--vault", f.sock)...)
+	assertNoCanary(t, "stdout", out)
+	assertNoCanary(t, "stderr", errb)
+	return code, out, errb
+}
+
+func decodeStrict(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := receipts.Unmarshal(bytes.TrimSpace(b), v, receipts.Options{}); err != nil {
+		t.Fatalf("output is not the expected JSON document: %v\n%s", err, b)
+	}
+}
+
+func TestVaultStatus(t *testing.T) {
+	f := newVaultFixture(t)
+	f.grant(t)
+	code, out, errb := f.cut(t, "vault", "status", "--json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	var p harden.Profile
+	decodeStrict(t, out, &p)
+	if p.Schema != "VaultProfile@1" || p.Profile != "accepted" || p.Arena.Bytes == 0 || !p.Arena.Locked ||
+		p.Dumpable || p.CoreLimit != 0 || p.PID != os.Getpid() || len(p.Reasons) != 0 {
+		t.Errorf("status: %+v", p)
+	}
+	code, out, _ = f.cut(t, "vault", "status")
+	if code != ExitOK || !bytes.Contains(out, []byte("profile: accepted")) || !bytes.Contains(out, []byte("ACTIVE 1")) {
+		t.Errorf("human status (exit %d):\n%s", code, out)
+	}
+	// The socket may come from the environment.
+	var o, e bytes.Buffer
+	code = Run(context.Background(), []string{"vault", "status", "--json"}, Env{Stdout: &o, Stderr: &e, Getenv: func(k string) string {
+		if k == "PRIVACYCUT_VAULT" {
+			return f.sock
+		}
+		return f.getenv(k)
+	}})
+	if code != ExitOK {
+		t.Errorf("status with $PRIVACYCUT_VAULT: exit %d: %s", code, e.Bytes())
+	}
+}
+
+func TestVaultUsageAndUnreachable(t *testing.T) {
+	e := newTestEnv(t)
+	tests := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"vault"}, ExitUsage},
+		{[]string{"vault", "frobnicate", "--vault", "x"}, ExitUsage},
+		{[]string{"vault", "status"}, ExitUsage}, // no socket at all
+		{[]string{"vault", "backup", "--vault", "x"}, ExitUsage},
+		{[]string{"vault", "prove-erasure", "onlyone", "--vault", "x"}, ExitUsage},
+		{[]string{"lease"}, ExitUsage},
+		{[]string{"lease", "show", "--vault", "x"}, ExitUsage},
+		{[]string{"vault", "status", "--vault", filepath.Join(e.dir, "nobody.sock")}, ExitError},
+		{[]string{"lease", "list", "--vault", filepath.Join(e.dir, "nobody.sock")}, ExitError},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			if code, _, errb := e.run(t, tc.args...); code != tc.code {
+				t.Errorf("exit %d, want %d: %s", code, tc.code, errb)
+			}
+		})
+	}
+}
+
+// TestBackupRestoreRotateProve runs the operator's erasure workflow through
+// the commands: backup, prove-erasure as a negative control (exit 4),
+// revoke, prove-erasure (exit 0), rotate, restore.
+func TestBackupRestoreRotateProve(t *testing.T) {
+	f := newVaultFixture(t)
+	a := f.grant(t)
+	b := f.grant(t)
+	bk := filepath.Join(f.dir, "vault.backup")
+	code, out, errb := f.cut(t, "vault", "backup", "-o", bk, "--json")
+	if code != ExitOK {
+		t.Fatalf("backup: exit %d: %s", code, errb)
+	}
+	fi, err := os.Stat(bk)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("backup file: %v %v", fi, err)
+	}
+	raw, _ := os.ReadFile(bk)
+	for _, v := range f.values {
+		if bytes.Contains(raw, v) {
+			t.Errorf("the backup file holds a value")
+		}
+	}
+	var bs backupOut
+	decodeStrict(t, out, &bs)
+	if bs.Leases != 2 || bs.Maps != 2 || bs.Bytes != fi.Size() {
+		t.Errorf("backup output %+v for %d bytes", bs, fi.Size())
+	}
+
+	code, out, _ = f.cut(t, "vault", "prove-erasure", bk, a.Lease.ID, "--live", b.Lease.ID, "--json")
+	var rep service.Report
+	decodeStrict(t, out, &rep)
+	if code != ExitVerifyNo || rep.Proven || !rep.Destroyed.Decrypts {
+		t.Fatalf("negative control: exit %d %+v", code, rep)
+	}
+	if c, _, _ := f.cut(t, "lease", "revoke", a.Lease.ID); c != ExitOK {
+		t.Fatalf("revoke: exit %d", c)
+	}
+	code, out, _ = f.cut(t, "vault", "prove-erasure", bk, a.Lease.ID, "--live", b.Lease.ID, "--json")
+	decodeStrict(t, out, &rep)
+	if code != ExitOK || !rep.Proven || rep.Destroyed.Code != receipts.LeaseUnrecoverable || !rep.Live.Decrypts {
+		t.Fatalf("proof: exit %d %+v", code, rep)
+	}
+	code, out, _ = f.cut(t, "vault", "prove-erasure", bk, a.Lease.ID)
+	if code != ExitOK || !bytes.Contains(out, []byte("erasure proven")) {
+		t.Errorf("human proof: exit %d\n%s", code, out)
+	}
+
+	code, out, _ = f.cut(t, "vault", "rotate", "--json")
+	var rot rotateOut
+	decodeStrict(t, out, &rot)
+	if code != ExitOK || rot.From != 1 || rot.To != 2 || rot.Rewrapped != 1 {
+		t.Errorf("rotate: exit %d %+v", code, rot)
+	}
+	code, out, _ = f.cut(t, "vault", "restore", bk, "--json")
+	var rs store.RestoreStats
+	decodeStrict(t, out, &rs)
+	if code != ExitOK || rs.Skipped != 2 || rs.Restored != 0 {
+		t.Errorf("restore: exit %d %+v", code, rs)
+	}
+	os.WriteFile(bk, raw[:len(raw)-5], 0o600)
+	code, out, _ = f.cut(t, "vault", "restore", bk, "--json")
+	var ref refusalDoc
+	decodeStrict(t, out, &ref)
+	if code != ExitRefused || ref.Reasons[0].Code != receipts.MalformedRecord {
+		t.Errorf("restore of a truncated backup: exit %d %+v", code, ref)
+	}
+}
+
+// TestReversibleRefusalExits3: with the profile not proven, a reversible
+// request (rotate) exits 3 with VAULT_PROFILE_NOT_PROVEN, while status
+// still answers and names the failed item.
+func TestReversibleRefusalExits3(t *testing.T) {
+	f := newVaultFixture(t)
+	t.Setenv("GOTRACEBACK", "all")
+	f.v.Prove()
+	code, out, _ := f.cut(t, "vault", "rotate", "--json")
+	var ref refusalDoc
+	decodeStrict(t, out, &ref)
+	if code != ExitRefused || ref.Reasons[0].Code != receipts.VaultProfileNotProven {
+		t.Errorf("rotate: exit %d %+v", code, ref)
+	}
+	code, out, _ = f.cut(t, "vault", "status", "--json")
+	var p harden.Profile
+	decodeStrict(t, out, &p)
+	if code != ExitOK || p.Profile != "not_proven" || len(p.Reasons) != 1 || p.Reasons[0] != "traceback" {
+		t.Errorf("status: exit %d %+v", code, p)
+	}
+}
