@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/importer"
+	"github.com/privacycut/privacycut/receipts"
+)
+
+func init() {
+	register(&command{name: "import", summary: "a Projection@1 from govulncheck, OpenVEX or osv-scanner output", run: runImport})
+}
+
+const importUsage = "usage: cut import govulncheck|openvex|osv-scanner --vocab V [--codeowners FILE] [--on-unknown refuse|drop] [--ask Q]… [-o F] [STREAM|-]"
+
+var importers = map[string]func([]byte, *grammar.Vocabulary, importer.Options) (*importer.Result, error){
+	"govulncheck": importer.Govulncheck,
+	"openvex":     importer.OpenVEX,
+	"osv-scanner": importer.OSVScanner,
+}
+
+func runImport(ctx context.Context, c *Cmd, args []string) error {
+	if len(args) == 0 || importers[args[0]] == nil {
+		return usagef(importUsage)
+	}
+	format, fn := args[0], importers[args[0]]
+	c.name = "cut import " + format
+	fs := c.flags("import " + format)
+	vocabPath := fs.String("vocab", "", "vocabulary `file` (Vocabulary@1)")
+	coPath := fs.String("codeowners", "", "CODEOWNERS `file`: owner.team and owner.person for each finding's file")
+	onUnknown := fs.String("on-unknown", "refuse", "a finding with a public item the vocabulary lacks: refuse the import, or drop the finding")
+	out := fs.String("o", "", "write the projection to `file` (default stdout)")
+	moduleDir := fs.String("module-dir", "", "the scanned module's `directory` relative to the repository root (CODEOWNERS matching)")
+	repoRoot := fs.String("repo-root", "", "absolute `path` of the repository checkout, for absolute file names (CODEOWNERS matching)")
+	var asks stringList
+	fs.Var(&asks, "ask", "add an `ask` record with this vocabulary question in a query part; repeatable")
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if *vocabPath == "" || len(pos) > 1 {
+		return usagef(importUsage)
+	}
+	opt := importer.Options{ModuleDir: *moduleDir, RepoRoot: *repoRoot, Questions: asks}
+	switch *onUnknown {
+	case "refuse":
+		opt.OnUnknown = importer.Refuse
+	case "drop":
+		opt.OnUnknown = importer.Drop
+	default:
+		return usagef("--on-unknown is refuse or drop")
+	}
+	v, err := loadVocabulary(*vocabPath)
+	if err != nil {
+		return err
+	}
+	if *coPath != "" {
+		data, over, err := readCapped(c, *coPath, importer.MaxCodeOwnersBytes)
+		if err != nil {
+			return fmt.Errorf("read codeowners: %w", err)
+		}
+		if over {
+			return c.importRefused(&importer.CodeOwnersError{Reason: fmt.Sprintf("larger than %d bytes", importer.MaxCodeOwnersBytes)})
+		}
+		if opt.CodeOwners, err = importer.ParseCodeOwners(data); err != nil {
+			return c.importRefused(err)
+		}
+	}
+	in := "-"
+	if len(pos) == 1 {
+		in = pos[0]
+	}
+	data, over, err := readCapped(c, in, importer.MaxInputBytes)
+	if err != nil {
+		return fmt.Errorf("read input: %w", err)
+	}
+	if over {
+		return c.importRefused(&importer.InputError{Code: receipts.LimitExceeded, Format: format, Line: 1, Column: 1,
+			Reason: fmt.Sprintf("input larger than %d bytes", importer.MaxInputBytes)})
+	}
+	res, err := fn(data, v, opt)
+	if err != nil {
+		return c.importRefused(err)
+	}
+	if err := c.writeOutput(*out, res.Projection, 0o600); err != nil {
+		return err
+	}
+	st := res.Stats
+	line := fmt.Sprintf("cut: import: %d findings, %d written, %d dropped", st.Findings, st.Written, st.Dropped)
+	if st.Unknown.Total() > 0 {
+		line += "; not in the vocabulary: " + st.Unknown.String()
+	}
+	if st.Skipped > 0 {
+		line += fmt.Sprintf("; %d packages of other ecosystems skipped", st.Skipped)
+	}
+	fmt.Fprintln(c.Stderr, line)
+	fmt.Fprintf(c.Stderr, "cut: import: owner slots: %s\n", ownerSummary(st.Owners))
+	return nil
+}
+
+// importRefused prints an importer error (content-free by construction),
+// journals it and returns the exit-3 error. Other errors pass through.
+func (c *Cmd) importRefused(err error) error {
+	var ie *importer.InputError
+	var re *importer.RefusedError
+	var ce *importer.CodeOwnersError
+	reason := receipts.Reason{Part: -1, Kind: "import"}
+	switch {
+	case errors.As(err, &ie):
+		reason.Code, reason.Line, reason.Column = ie.Code, ie.Line, ie.Column
+	case errors.As(err, &re):
+		reason.Code = re.Code
+	case errors.As(err, &ce):
+		reason.Code, reason.Kind, reason.Line = ce.Code(), "codeowners", ce.Line
+	default:
+		return err
+	}
+	event := receipts.NewEventID()
+	c.journal(event, []receipts.Reason{reason})
+	c.errorf("%s: %v (event %s)", c.name, err, event)
+	if re != nil && re.Unknown.Total() > 0 {
+		fmt.Fprintf(c.Stderr, "cut: import: findings with items not in the vocabulary: %s\n", re.Unknown)
+		c.hintf("rebuild the vocabulary (cut vocab build --module-versions for versions in use), or --on-unknown drop to leave these findings out")
+	}
+	return &refusedError{1}
+}
+
+// writeOutput writes data to path atomically (a temporary file in the same
+// directory, renamed), or to stdout when path is empty. Nothing is written
+// unless all of it is.
+func (c *Cmd) writeOutput(path string, data []byte, perm os.FileMode) error {
+	if path == "" {
+		_, err := c.Stdout.Write(data)
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".cut-*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+func ownerSummary(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var cats []string
+	for _, cat := range grammar.Categories() {
+		if m[cat.String()] > 0 {
+			cats = append(cats, fmt.Sprintf("%s %d", cat, m[cat.String()]))
+		}
+	}
+	return strings.Join(cats, ", ")
+}

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/osvvocab"
+)
+
+func init() {
+	register(&command{name: "vocab", summary: "build a Vocabulary@1 from OSV entries (vocab build)", run: runVocab})
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+const vocabUsage = "usage: cut vocab build --osv DIR|ZIP [--osv …] [--module-versions FILE]… [--revision R] [-o FILE]"
+
+func runVocab(ctx context.Context, c *Cmd, args []string) error {
+	if len(args) == 0 || args[0] != "build" {
+		return usagef(vocabUsage)
+	}
+	fs := c.flags("vocab build")
+	var osv, mv stringList
+	fs.Var(&osv, "osv", "OSV entries: a `DIR` (read recursively), a zip archive or one JSON file; repeatable")
+	fs.Var(&mv, "module-versions", "`FILE` of `go list -m all` or `go list -m -versions` lines: versions of modules the entries name; repeatable")
+	out := fs.String("o", "", "write the vocabulary to `file` (default stdout)")
+	revision := fs.String("revision", "", "the vocabulary's revision (default osv-<12 hex digits of its digest>)")
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(osv) == 0 || len(pos) != 0 {
+		return usagef(vocabUsage)
+	}
+	b := osvvocab.New()
+	for _, p := range osv {
+		if err := b.AddPath(p); err != nil {
+			return err
+		}
+	}
+	for _, p := range mv {
+		data, err := readFileCapped(p, osvvocab.MaxModuleVersionsBytes)
+		if err != nil {
+			return fmt.Errorf("read module versions: %w", err)
+		}
+		if err := b.AddModuleVersions(filepath.Base(p), data); err != nil {
+			return err
+		}
+	}
+	v, err := b.Build(*revision)
+	if err != nil {
+		return err
+	}
+	if err := c.writeOutput(*out, v.JSON, 0o644); err != nil {
+		return err
+	}
+	gv, err := grammar.LoadVocabulary(v.JSON)
+	if err != nil {
+		return err
+	}
+	st, size := v.Stats, gv.Size()
+	fmt.Fprintf(c.Stderr, "cut: vocab: digest %s (revision %s)\n", v.Digest, v.Revision)
+	fmt.Fprintf(c.Stderr, "cut: vocab: %d entries from %d JSON files (%d not OSV entries, %d other files ignored): %d diagnostics, %d modules, %d versions, %d citations\n",
+		st.Entries, st.Files, st.NotEntries, st.Ignored, size["diagnostics"], size["modules"], size["versions"], size["citations"])
+	if len(st.Skipped) > 0 {
+		fmt.Fprintf(c.Stderr, "cut: vocab: skipped items that cannot be vocabulary items: %s\n", summary(st.Skipped))
+	}
+	if st.OtherRanges+st.OtherEcosystems > 0 {
+		fmt.Fprintf(c.Stderr, "cut: vocab: ignored %d non-SEMVER ranges and %d packages of other ecosystems\n", st.OtherRanges, st.OtherEcosystems)
+	}
+	if len(mv) > 0 {
+		fmt.Fprintf(c.Stderr, "cut: vocab: module versions: %d added; dropped %d lines of modules the entries do not name, %d replaced lines, %d invalid versions\n",
+			st.VersionsAdded, st.VersionsOutside, st.VersionsReplaced, st.VersionsInvalid)
+	}
+	return nil
+}
