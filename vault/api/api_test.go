@@ -20,7 +20,7 @@ import (
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/harden"
-	"github.com/privacycut/privacycut/vault/internal/vaulttest"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
 	"google.golang.org/grpc/codes"

@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/internal/vaulttest"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
 func backup(t *testing.T, v *Vault) []byte {

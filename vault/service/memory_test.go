@@ -11,7 +11,7 @@ import (
 
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/arena"
-	"github.com/privacycut/privacycut/vault/internal/vaulttest"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 	"github.com/privacycut/privacycut/vault/seal"
 )
 

@@ -1,0 +1,136 @@
+// Command vaultd is privacycut's local vault: it holds the pseudonym maps of
+// reversible cuts in memory-locked memory under per-lease keys, and serves
+// them over a unix socket. See docs/OPERATIONS.md.
+//
+//	vaultd --state-dir D --key-dir K --socket S [--station NAME]
+//	       [--max-lease DUR] [--arena-size BYTES] [--allow-uid UID]...
+//
+// Start-up order: create the arena, open the store and the key directory,
+// run boot recovery, harden the process (RLIMIT_CORE 0, PR_SET_DUMPABLE 0)
+// last, prove the profile from kernel state, then serve. SIGTERM and
+// SIGINT stop it gracefully and wipe the arena. Logs are JSON lines on
+// stderr and never carry values.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/crash"
+	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/service"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// uidList is the repeatable --allow-uid flag.
+type uidList []uint32
+
+func (u *uidList) String() string {
+	s := make([]string, len(*u))
+	for i, v := range *u {
+		s[i] = strconv.FormatUint(uint64(v), 10)
+	}
+	return strings.Join(s, ",")
+}
+
+func (u *uidList) Set(v string) error {
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil {
+		return errors.New("not a uid")
+	}
+	*u = append(*u, uint32(n))
+	return nil
+}
+
+const usage = "usage: vaultd --state-dir D --key-dir K --socket S [--station NAME] [--max-lease DUR] [--arena-size BYTES] [--allow-uid UID]..."
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vaultd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	stateDir := fs.String("state-dir", "", "Badger `directory` for leases and map ciphertext")
+	keyDir := fs.String("key-dir", "", "key `directory` (epoch keys, wrapped data keys); never back it up")
+	socket := fs.String("socket", "", "unix socket `path`; its directory is made 0700")
+	station := fs.String("station", service.DefaultStation, "this vault's station `name`")
+	maxLease := fs.Duration("max-lease", service.DefaultMaxLease, "maximum lease `lifetime`")
+	arenaSize := fs.Int("arena-size", service.DefaultArenaSize, "secret arena size in `bytes` (within RLIMIT_MEMLOCK)")
+	var allow uidList
+	fs.Var(&allow, "allow-uid", "`uid` allowed to connect (repeatable; default: vaultd's own uid)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *stateDir == "" || *keyDir == "" || *socket == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("pid", os.Getpid())
+
+	opt := service.Options{
+		StateDir: *stateDir, KeyDir: *keyDir, Station: *station, MaxLease: *maxLease,
+		ArenaSize: *arenaSize, Logger: log, ForceArenaFallback: crash.ForceArenaFallback(),
+	}
+	if off := crash.ClockOffset(); off != 0 {
+		opt.Now = func() time.Time { return time.Now().Add(off) }
+	}
+	v, err := service.Open(opt)
+	if err != nil {
+		log.Error("vaultd: cannot open the vault", "error", err.Error())
+		return 1
+	}
+	// Hardening comes last, after every privilege-relevant step, because a
+	// later change of uid or gid would reset PR_SET_DUMPABLE.
+	if err := harden.Apply(); err != nil {
+		log.Error("vaultd: hardening failed; the profile will not be proven", "error", err.Error())
+	}
+	p := v.Prove()
+	log.Info("vaultd: profile", "profile", p.Profile, "reasons", p.Reasons, "arena_kind", p.Arena.Kind,
+		"arena_bytes", p.Arena.Bytes, "dumpable", p.Dumpable, "core_limit", p.CoreLimit)
+
+	l, err := api.Listen(*socket)
+	if err != nil {
+		log.Error("vaultd: cannot listen", "error", err.Error())
+		v.Close()
+		return 1
+	}
+	srv := api.NewServer(v, api.ServerOptions{AllowUIDs: allow, Logger: log})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	log.Info("vaultd: serving", "socket", *socket, "station", *station, "allow_uids", allow.String())
+
+	code := 0
+	select {
+	case <-ctx.Done():
+		log.Info("vaultd: stopping")
+		graceful := make(chan struct{})
+		go func() { srv.GracefulStop(); close(graceful) }()
+		select {
+		case <-graceful:
+		case <-time.After(10 * time.Second):
+			srv.Stop()
+		}
+	case err := <-done:
+		log.Error("vaultd: server stopped", "error", err.Error())
+		code = 1
+	}
+	if err := v.Close(); err != nil {
+		log.Error("vaultd: close", "error", err.Error())
+		code = 1
+	}
+	log.Info("vaultd: stopped")
+	return code
+}
