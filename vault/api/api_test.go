@@ -20,9 +20,9 @@ import (
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/harden"
-	"github.com/privacycut/privacycut/vault/vaulttest"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/arena"
-	"github.com/privacycut/privacycut/vault/vaulttest"
 	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
 // liveKeys is what the arena holds between requests: the epoch key and the
