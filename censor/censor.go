@@ -23,10 +23,12 @@ type Pair struct {
 }
 
 // TokenSource issues the tokens of a cut: one per distinct pair, in the order
-// given. Pairs arrive in order of first appearance.
+// given. Pairs arrive in order of first appearance; sourceDigest is the keyed
+// digest of the projection they come from (a reversible source binds its
+// lease to it).
 type TokenSource interface {
 	Mode() string // receipts.ModeIrreversible or receipts.ModeReversible
-	Issue(ctx context.Context, pairs []Pair) ([]string, error)
+	Issue(ctx context.Context, sourceDigest string, pairs []Pair) ([]string, error)
 }
 
 // Irreversible is the token source of irreversible cuts: the n-th distinct
@@ -37,7 +39,7 @@ var _ TokenSource = Irreversible{}
 
 func (Irreversible) Mode() string { return receipts.ModeIrreversible }
 
-func (Irreversible) Issue(_ context.Context, pairs []Pair) ([]string, error) {
+func (Irreversible) Issue(_ context.Context, _ string, pairs []Pair) ([]string, error) {
 	var n [16]int
 	out := make([]string, len(pairs))
 	for i, p := range pairs {
@@ -193,7 +195,7 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	}
 	out.Stats, out.Label, out.Pairs = res.Stats, res.Label, len(pairs)
 
-	tokens, err := src.Issue(ctx, pairs)
+	tokens, err := src.Issue(ctx, out.SourceDigest, pairs)
 	if err != nil {
 		return nil, fmt.Errorf("censor: token source: %w", err)
 	}

@@ -282,7 +282,7 @@ func TestGrammarRefusalRefusesWholeCut(t *testing.T) {
 type fakeSource struct{ tokens map[string]string }
 
 func (fakeSource) Mode() string { return receipts.ModeReversible }
-func (f fakeSource) Issue(_ context.Context, pairs []Pair) ([]string, error) {
+func (f fakeSource) Issue(_ context.Context, _ string, pairs []Pair) ([]string, error) {
 	out := make([]string, len(pairs))
 	for i, p := range pairs {
 		out[i] = f.tokens[p.Category.String()+"/"+string(p.Value)]

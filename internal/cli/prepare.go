@@ -110,6 +110,15 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 			return nil, err
 		}
 	}
+	bound := false
+	if finish != nil {
+		// A lease granted for a cut that then fails is revoked.
+		defer func() {
+			if !bound {
+				finish(nil)
+			}
+		}()
+	}
 	p.out, err = censor.Cut(ctx, censor.Input{Doc: in.doc, Vocabulary: in.vocab, Plan: in.plan, Key: in.key, Tokens: src})
 	if err != nil {
 		return nil, c.refusedCut(f.asJSON, err)
@@ -132,10 +141,8 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 		auth = egress.NewAuthority(egress.Options{Journal: c.openJournal(), PolicyRevision: policyRevision})
 	}
 	p.auth = auth
-	if finish != nil {
-		if err := finish(p); err != nil {
-			return nil, err
-		}
+	if vs, ok := src.(*vaultSource); ok {
+		p.lease = vs.lease
 	}
 	p.seal, err = auth.Seal(egress.SealRequest{SourceDigest: p.out.SourceDigest, Export: p.out.Export, Plan: *in.plan,
 		Receipts: p.out.Receipts, Verification: p.verdict, Lease: p.lease})
@@ -145,6 +152,14 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 			return nil, c.refuse(f.asJSON, planReasons(ee.Code), nil)
 		}
 		return nil, err
+	}
+	// A reversible lease is bound to the sealed cut: only now can it be
+	// claimed, and only for this export.
+	if finish != nil {
+		bound = true
+		if err := finish(p); err != nil {
+			return nil, err
+		}
 	}
 	p.bundle.Seal = &receipts.SealRef{EventID: p.seal.EventID}
 	if p.lease != "" {

@@ -2,23 +2,118 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/service"
 )
 
-// reversibleSource returns the vault-backed token source of a reversible cut
-// and a function that binds the lease once the cut is verified. Without an
-// accepted vault profile a reversible cut is refused: tokens are never issued
-// outside the vault.
+// vaultSocket is --vault, else $PRIVACYCUT_VAULT.
+func (c *Cmd) vaultSocket(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return c.Getenv("PRIVACYCUT_VAULT")
+}
+
+// vaultRefusal prints the refusal of a vault operation that carries a code
+// (exit 3) or returns the error as is (exit 1).
+func (c *Cmd) vaultRefusal(asJSON bool, err error) error {
+	if code := service.CodeOf(err); code != "" {
+		return c.refuse(asJSON, []grammar.Refusal{{Code: code, Part: -1, Kind: "vault"}}, nil)
+	}
+	return err
+}
+
+// vaultSource is the token source of a reversible cut: the distinct
+// (category, value) pairs are sealed to the vault's key on this side, only
+// ciphertext crosses the socket, and the vault issues the tokens in a fresh
+// keyed namespace of a new lease. The map never leaves the vault.
+type vaultSource struct {
+	client *api.Client
+	req    service.CreateRequest
+	lease  string
+}
+
+var _ censor.TokenSource = (*vaultSource)(nil)
+
+func (*vaultSource) Mode() string { return receipts.ModeReversible }
+
+func (v *vaultSource) Issue(ctx context.Context, sourceDigest string, pairs []censor.Pair) ([]string, error) {
+	sp := make([]seal.Pair, len(pairs))
+	for i, p := range pairs {
+		sp[i] = seal.Pair{Category: p.Category.String(), Value: p.Value}
+	}
+	sealed, err := v.client.Seal(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	req := v.req
+	req.SourceDigest, req.Values = sourceDigest, sealed
+	res, err := v.client.CreateLease(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	v.lease = res.Lease.ID
+	return res.Tokens, nil
+}
+
+// errNoVault is an operational error: a reversible cut was asked for without
+// a vault to hold its map.
+var errNoVault = errors.New("a reversible cut needs vaultd: pass --vault SOCK or set PRIVACYCUT_VAULT")
+
+// reversibleSource connects to the vault and checks its profile: without an
+// accepted profile a reversible cut is refused (VAULT_PROFILE_NOT_PROVEN) and
+// no token is issued. It returns the token source and the step that binds the
+// lease to the sealed cut (finish, called with nil when the cut failed: the
+// lease it may have granted is revoked, its key destroyed).
 func (c *Cmd) reversibleSource(ctx context.Context, f *prepareFlags, in *inputs) (censor.TokenSource, func(*prepared) error, error) {
-	sock := f.vault
+	sock := c.vaultSocket(f.vault)
 	if sock == "" {
-		sock = c.Getenv("PRIVACYCUT_VAULT")
+		c.hintf("%v", errNoVault)
+		return nil, nil, c.refuse(f.asJSON, []grammar.Refusal{{Code: receipts.VaultProfileNotProven, Part: -1, Kind: "vault"}}, nil)
 	}
-	if sock == "" {
-		c.hintf("a reversible cut needs vaultd: pass --vault SOCK or set PRIVACYCUT_VAULT")
+	cl, err := api.Dial(sock)
+	if err != nil {
+		return nil, nil, fmt.Errorf("vault: %w", err)
 	}
-	return nil, nil, c.refuse(f.asJSON, []grammar.Refusal{{Code: receipts.VaultProfileNotProven, Part: -1, Kind: "vault"}}, nil)
+	st, err := cl.Status(ctx)
+	if err != nil {
+		cl.Close()
+		return nil, nil, c.vaultRefusal(f.asJSON, err)
+	}
+	if st.Profile.Profile != harden.Accepted {
+		cl.Close()
+		c.errorf("%s: the vault profile is %s (%v)", c.name, st.Profile.Profile, st.Profile.Reasons)
+		return nil, nil, c.refuse(f.asJSON, []grammar.Refusal{{Code: receipts.VaultProfileNotProven, Part: -1, Kind: "vault"}}, nil)
+	}
+	plan := in.plan
+	src := &vaultSource{client: cl, req: service.CreateRequest{
+		Run: f.run, Attempt: uint32(f.attempt), Target: plan.Target, Purpose: plan.Purpose, Station: plan.Station,
+		RemoteDeadlineS: uint64(plan.RemoteDeadlineS), ReturnWindowS: uint64(plan.ReturnWindowS),
+		Lifetime: time.Duration(plan.RemoteDeadlineS+plan.ReturnWindowS) * time.Second,
+	}}
+	bind := func(p *prepared) error {
+		defer cl.Close()
+		if p == nil {
+			if src.lease != "" {
+				if _, err := cl.Revoke(context.WithoutCancel(ctx), src.lease); err != nil {
+					c.errorf("%s: revoking the unused lease: %v", c.name, err)
+				}
+			}
+			return nil
+		}
+		if err := cl.Bind(ctx, src.lease, p.seal.EventID, p.out.CandidateDigest, p.out.ExportDigest, p.out.Export); err != nil {
+			return c.vaultRefusal(f.asJSON, err)
+		}
+		return nil
+	}
+	return src, bind, nil
 }
