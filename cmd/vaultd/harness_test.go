@@ -35,6 +35,7 @@ const (
 	envArgv    = "VAULTD_TEST_ARGV" // JSON array: the program and its arguments
 	envPID     = "VAULTD_TEST_PID"
 	envAddr    = "VAULTD_TEST_ADDR"
+	envSock    = "VAULTD_TEST_SOCK"
 	nobody     = 65534
 )
 
@@ -53,6 +54,8 @@ func TestMain(m *testing.M) {
 		os.Exit(execHelper())
 	case "peek":
 		os.Exit(peekHelper())
+	case "dial":
+		os.Exit(dialHelper())
 	}
 	code, err := buildAndRun(m)
 	if err != nil {
@@ -148,6 +151,25 @@ func peekHelper() int {
 		return 0
 	}
 	fmt.Println(err)
+	return 0
+}
+
+// dialHelper calls Status on the socket in VAULTD_TEST_SOCK and prints
+// "ok" or "refused".
+func dialHelper() int {
+	c, err := api.Dial(os.Getenv(envSock))
+	if err != nil {
+		fmt.Println("dial error")
+		return 0
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Status(ctx); err != nil {
+		fmt.Println("refused")
+		return 0
+	}
+	fmt.Println("ok")
 	return 0
 }
 

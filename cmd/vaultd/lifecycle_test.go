@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -113,6 +114,57 @@ func checkNoCanary(t *testing.T, d *daemon, vals [][]byte) {
 	}
 	if hits := vaulttest.Find(d.allLogs(), vals); len(hits) > 0 {
 		t.Errorf("values in the daemon's logs: %v", hits)
+	}
+	checkJSONLog(t, d.allLogs())
+}
+
+// checkJSONLog checks that every stderr line of the daemon is a JSON
+// object (slog's handler, gRPC's lines routed through it).
+func checkJSONLog(t *testing.T, logs []byte) {
+	t.Helper()
+	for i, line := range bytes.Split(bytes.TrimSpace(logs), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil || m["msg"] == nil {
+			t.Errorf("log line %d is not a JSON log record: %q", i+1, line)
+		}
+	}
+}
+
+// TestAllowListDaemon: a uid not on vaultd's allow-list is refused in the
+// transport handshake (the socket is opened to it for the test, so that
+// only SO_PEERCRED can refuse it); the refusal is logged as JSON; the same
+// uid on the allow-list gets through.
+func TestAllowListDaemon(t *testing.T) {
+	needRoot(t)
+	for _, tc := range []struct {
+		allow []string
+		want  string
+	}{
+		{nil, "refused"},
+		{[]string{"--allow-uid", "0", "--allow-uid", "65534"}, "ok"},
+	} {
+		d := newDaemon(t, false)
+		d.args = tc.allow
+		d.start()
+		os.Chmod(filepath.Dir(d.sock), 0o711)
+		os.Chmod(d.sock, 0o666)
+		cmd := exec.Command(helper)
+		cmd.Env = []string{envHelper + "=dial", envSock + "=" + d.sock}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != tc.want {
+			t.Fatalf("uid %d with %v: %q %v, want %s", nobody, tc.allow, out, err, tc.want)
+		}
+		if tc.want == "refused" {
+			if !bytes.Contains(d.log.Bytes(), []byte("peer uid not on the allow-list")) {
+				t.Errorf("the refusal is not logged:\n%s", d.log.Bytes())
+			}
+			if p := d.status(); p.Profile != "accepted" {
+				t.Errorf("status after the refusal: %s", p.Profile)
+			}
+		}
+		wantExit0(t, d.stop(syscall.SIGTERM))
+		checkJSONLog(t, d.allLogs())
 	}
 }
 

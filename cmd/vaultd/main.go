@@ -30,6 +30,7 @@ import (
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/service"
+	"google.golang.org/grpc/grpclog"
 )
 
 func main() {
@@ -77,6 +78,7 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("pid", os.Getpid())
+	grpclog.SetLoggerV2(grpcLogger{log})
 
 	opt := service.Options{
 		StateDir: *stateDir, KeyDir: *keyDir, Station: *station, MaxLease: *maxLease,

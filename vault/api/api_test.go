@@ -464,3 +464,24 @@ func TestPeerCredentials(t *testing.T) {
 		t.Errorf("allowed peer: %d calls, %d rejections", allowed.srv.Calls(), allowed.srv.Rejected())
 	}
 }
+
+// TestDecodeProfile: an unhardened daemon's profile (core limit
+// "unlimited", 2^64-1) still decodes; a foreign document does not.
+func TestDecodeProfile(t *testing.T) {
+	good := `{"schema":"VaultProfile@1","profile":"not_proven","arena":{"kind":"none","bytes":0,"locked":false},` +
+		`"dumpable":true,"core_limit":18446744073709551615,"traceback":"","swap":"none","reasons":["core_limit"],"items":[],"pid":7}`
+	p, err := decodeProfile([]byte(good))
+	if err != nil || p.CoreLimit != 1<<64-1 || p.Reasons[0] != "core_limit" {
+		t.Fatalf("decodeProfile: %+v %v", p, err)
+	}
+	for _, bad := range []string{
+		`{"schema":"Other@1"}`,
+		strings.Replace(good, `"pid":7`, `"pid":7,"extra":1`, 1),
+		good + `{}`,
+		`[`,
+	} {
+		if _, err := decodeProfile([]byte(bad)); err == nil {
+			t.Errorf("decodeProfile(%.40q…) succeeded", bad)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"time"
@@ -55,6 +57,30 @@ func decodeLease(op string, b []byte) (lease.Lease, error) {
 	return l, nil
 }
 
+// decodeProfile reads VaultProfile@1 from the daemon. The strict decoder
+// is tried first; a profile whose core limit reads "unlimited" (2^64-1,
+// beyond the I-JSON integer range the strict decoder enforces) is decoded
+// with encoding/json, unknown fields and trailing data still refused, so
+// that an unhardened daemon can still say why it is not proven.
+func decodeProfile(b []byte) (harden.Profile, error) {
+	var p harden.Profile
+	if err := receipts.Unmarshal(b, &p, receipts.Options{}); err != nil {
+		p = harden.Profile{}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return harden.Profile{}, err
+		}
+		if dec.More() {
+			return harden.Profile{}, errors.New("api: trailing data after the profile")
+		}
+	}
+	if p.Schema != harden.Schema {
+		return harden.Profile{}, errors.New("api: not a VaultProfile@1")
+	}
+	return p, nil
+}
+
 // Status returns the vault's status: VaultProfile@1, sealing key, station,
 // epoch, lease counts.
 func (c *Client) Status(ctx context.Context) (service.Status, error) {
@@ -65,9 +91,11 @@ func (c *Client) Status(ctx context.Context) (service.Status, error) {
 	}
 	st := service.Status{Station: r.Station, Epoch: r.Epoch, MaxLease: time.Duration(r.MaxLeaseS) * time.Second,
 		Leases: map[string]int{}, ArenaError: r.ArenaError}
-	if err := receipts.Unmarshal(r.ProfileJson, &st.Profile, receipts.Options{}); err != nil || st.Profile.Schema != harden.Schema {
+	p, err := decodeProfile(r.ProfileJson)
+	if err != nil {
 		return service.Status{}, &service.Error{Op: op, Err: service.ErrInternal}
 	}
+	st.Profile = p
 	switch len(r.SealPublicKey) {
 	case 0:
 	case seal.KeySize:

@@ -66,7 +66,7 @@ func peerCred(conn net.Conn) (PeerInfo, error) {
 // local and its directory is 0700.
 type peerCreds struct {
 	allow    func(uid uint32) bool // nil on the client
-	onReject func()
+	onReject func(uid uint32)
 }
 
 func (c *peerCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
@@ -77,7 +77,7 @@ func (c *peerCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthIn
 	}
 	if c.allow == nil || !c.allow(info.UID) {
 		if c.onReject != nil {
-			c.onReject()
+			c.onReject(info.UID)
 		}
 		conn.Close()
 		return nil, nil, ErrPeerRejected

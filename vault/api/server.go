@@ -65,7 +65,10 @@ func NewServer(v *service.Vault, opt ServerOptions) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	creds := &peerCreds{allow: s.allowed, onReject: func() { s.rejected.Add(1) }}
+	creds := &peerCreds{allow: s.allowed, onReject: func(uid uint32) {
+		s.rejected.Add(1)
+		s.log.Warn("api: connection refused: peer uid not on the allow-list", "uid", uid)
+	}}
 	s.grpc = grpc.NewServer(
 		grpc.Creds(creds),
 		grpc.UnaryInterceptor(s.unary),

@@ -27,6 +27,12 @@
 // any step a crash interrupted. WithMap decrypts a live lease's map into
 // the arena for the duration of a callback (for rehydration).
 //
+// Boot recovery never destroys a wrapped key that belongs to no stored
+// lease: after a crash between the durable wrap and the commit of a grant
+// it protects nothing, but after the loss of the state directory it is
+// what makes a restored backup usable. Such keys are counted in the boot
+// log.
+//
 // # Profile gate
 //
 // Open does not harden the process. cmd/vaultd calls harden.Apply and then
@@ -78,9 +84,11 @@
 //     key, the epoch key, the per-request seal key, the vault's X25519
 //     scalar) into heap objects that are dropped, not wiped; SHA-256 keeps
 //     the last partial block of each HMAC input (up to 63 bytes, so the tail
-//     of a value) in its state, which is overwritten afterwards but may have
-//     been copied on a goroutine stack. These copies live in RAM that the
-//     hardened process keeps out of core dumps; host swap must be off.
+//     of a value) in its state and copies it into a local in Sum. The state
+//     and 8 KiB of stack below the caller are overwritten after each MAC,
+//     best effort (a stack that grew meanwhile was copied and its old copy
+//     freed unwiped). These copies live in RAM that the hardened process
+//     keeps out of core dumps; host swap must be off.
 //   - Erasure of Badger residue or of physical blocks: the claim is about
 //     ciphertext whose key is destroyed (see package vault/keys).
 //   - Protection against root (which can read the heap through

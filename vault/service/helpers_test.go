@@ -64,7 +64,7 @@ type env struct {
 	opt         Options
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	d := t.TempDir()
 	e := &env{state: filepath.Join(d, "state"), keys: filepath.Join(d, "keys"), clock: newClock()}
@@ -108,7 +108,7 @@ func canary(tag string) []byte {
 	return []byte("VAULTD-CANARY-" + tag + "-" + hex.EncodeToString(b))
 }
 
-func request(t *testing.T, v *Vault, pairs []seal.Pair) CreateRequest {
+func request(t testing.TB, v *Vault, pairs []seal.Pair) CreateRequest {
 	t.Helper()
 	st, err := v.Status()
 	if err != nil {
