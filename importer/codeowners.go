@@ -155,17 +155,30 @@ func parseOwner(o string) (ownerSlot, bool) {
 	return ownerSlot{cat: grammar.CategoryPerson, val: o}, true
 }
 
+// MaxMatchPath is the longest path Match looks at (4 KiB, PATH_MAX); a
+// longer one has no owners.
+const MaxMatchPath = 4096
+
 // Match returns the owners of a repository-relative, slash-separated path:
 // those of the last matching line, in the order written.
 func (c *CodeOwners) Match(p string) []ownerSlot {
+	if len(p) > MaxMatchPath {
+		return nil
+	}
 	p = strings.TrimPrefix(path.Clean("/"+p), "/")
 	if p == "" {
 		return nil
 	}
 	segs := strings.Split(p, "/")
+	var buf []bool
 	for i := len(c.rules) - 1; i >= 0; i-- {
-		if c.rules[i].match(segs) {
-			return c.rules[i].owners
+		r := &c.rules[i]
+		need := (len(r.segs) + 1) * (len(segs) + 1)
+		if cap(buf) < need {
+			buf = make([]bool, need)
+		}
+		if r.match(segs, buf[:need]) {
+			return r.owners
 		}
 	}
 	return nil
@@ -183,35 +196,46 @@ func (c *CodeOwners) Owners(p string) [][2]string {
 
 // match reports whether the rule matches the path segments: the pattern
 // matches the whole path, or (unless exact) a directory above it; a
-// dir-only pattern matches directories only. It runs in O(len(segs) ×
-// len(r.segs)) with a table over (pattern index, path index).
-func (r *coRule) match(segs []string) bool {
+// dir-only pattern matches directories only. reach, of (len(r.segs)+1) ×
+// (len(segs)+1) cells, records which pattern prefixes consume which path
+// prefixes; the work is O(len(r.segs) × len(segs)).
+func (r *coRule) match(segs []string, reach []bool) bool {
 	np, ns := len(r.segs), len(segs)
-	// reach[i][j]: pattern segments [0,i) can consume path segments [0,j).
-	reach := make([]bool, (np+1)*(ns+1))
+	clear(reach)
 	at := func(i, j int) *bool { return &reach[i*(ns+1)+j] }
 	*at(0, 0) = true
 	for i := 0; i < np; i++ {
 		s := r.segs[i]
-		last := i == np-1
-		for j := 0; j <= ns; j++ {
-			if !*at(i, j) {
-				continue
-			}
-			if s == "**" {
-				// Zero or more segments; a trailing "**" needs at least one.
-				from := j
-				if last {
-					from = j + 1
+		if s == "**" {
+			// Zero or more segments (a trailing "**" at least one): every
+			// path prefix from the shortest reached on.
+			first := -1
+			for j := 0; j <= ns; j++ {
+				if *at(i, j) {
+					first = j
+					break
 				}
-				for k := from; k <= ns; k++ {
-					*at(i+1, k) = true
-				}
-				continue
 			}
-			if j < ns && segMatch(s, segs[j]) {
+			if first < 0 {
+				return false
+			}
+			if i == np-1 {
+				first++
+			}
+			for k := first; k <= ns; k++ {
+				*at(i+1, k) = true
+			}
+			continue
+		}
+		any := false
+		for j := 0; j < ns; j++ {
+			if *at(i, j) && segMatch(s, segs[j]) {
 				*at(i+1, j+1) = true
+				any = true
 			}
+		}
+		if !any {
+			return false
 		}
 	}
 	for j := 0; j <= ns; j++ {

@@ -200,7 +200,7 @@ func Govulncheck(stream []byte, v *grammar.Vocabulary, opt Options) (*Result, er
 		case "config":
 			scanLevel = d.config(body)
 		case "osv":
-			e := d.entry(body, "osv")
+			e := d.entry(body, root.field("osv"))
 			if d.err == nil && osvs[e.id] == nil {
 				osvs[e.id] = e
 			}
@@ -306,51 +306,55 @@ var scanModes = map[string]bool{"": true, "source": true, "binary": true, "query
 
 // config checks the config message and returns its scan level.
 func (d *doc) config(c *receipts.Value) string {
-	pv := d.str(c, "protocol_version", "config.protocol_version")
+	p := root.field("config")
+	pv := d.str(c, p, "protocol_version")
 	if d.err == nil && !(strings.HasPrefix(pv, "v0.") || strings.HasPrefix(pv, "v1.")) {
-		d.fail(c, "config.protocol_version", "missing or unsupported protocol version")
+		d.failAt(c, p, "protocol_version", "missing or unsupported protocol version")
 	}
 	for _, k := range []string{"scanner_name", "scanner_version", "db", "db_last_modified", "go_version"} {
-		d.str(c, k, "config."+k)
+		d.str(c, p, k)
 	}
-	lvl := d.str(c, "scan_level", "config.scan_level")
+	lvl := d.str(c, p, "scan_level")
 	if d.err == nil && !scanLevels[lvl] {
-		d.fail(member(c, "scan_level"), "config.scan_level", "unknown scan level")
+		d.failAt(member(c, "scan_level"), p, "scan_level", "unknown scan level")
 	}
-	mode := d.str(c, "scan_mode", "config.scan_mode")
+	mode := d.str(c, p, "scan_mode")
 	if d.err == nil && !scanModes[mode] {
-		d.fail(member(c, "scan_mode"), "config.scan_mode", "unknown scan mode")
+		d.failAt(member(c, "scan_mode"), p, "scan_mode", "unknown scan mode")
 	}
 	return lvl
 }
 
 // finding decodes a finding message.
 func (d *doc) finding(f *receipts.Value) (gvFinding, bool) {
-	out := gvFinding{osv: d.str(f, "osv", "finding.osv"), fixed: d.str(f, "fixed_version", "finding.fixed_version")}
+	p := root.field("finding")
+	out := gvFinding{osv: d.str(f, p, "osv"), fixed: d.str(f, p, "fixed_version")}
 	if d.err == nil && out.osv == "" {
-		d.fail(f, "finding.osv", "missing")
+		d.failAt(f, p, "osv", "missing")
 	}
-	frames := d.objects(f, "trace", "finding.trace")
+	frames := d.objects(f, p, "trace")
 	if d.err == nil && len(frames) == 0 {
-		d.fail(f, "finding.trace", "missing or empty")
+		d.failAt(f, p, "trace", "missing or empty")
 	}
+	out.trace = make([]gvFrame, 0, len(frames))
 	for i, fr := range frames {
-		p := fmt.Sprintf("finding.trace[%d]", i)
+		fp := p.field("trace").elem(i)
 		g := gvFrame{
-			module:   d.str(fr, "module", p+".module"),
-			version:  d.str(fr, "version", p+".version"),
-			pkg:      d.str(fr, "package", p+".package"),
-			function: d.str(fr, "function", p+".function"),
-			receiver: d.str(fr, "receiver", p+".receiver"),
+			module:   d.str(fr, fp, "module"),
+			version:  d.str(fr, fp, "version"),
+			pkg:      d.str(fr, fp, "package"),
+			function: d.str(fr, fp, "function"),
+			receiver: d.str(fr, fp, "receiver"),
 		}
 		if d.err == nil && g.module == "" {
-			d.fail(fr, p+".module", "missing")
+			d.failAt(fr, fp, "module", "missing")
 		}
-		if pos := d.obj(fr, "position", p+".position"); pos != nil {
-			g.file = d.str(pos, "filename", p+".position.filename")
-			for _, k := range []string{"offset", "line", "column"} {
-				d.number(pos, k, p+".position."+k)
-			}
+		if pos := d.obj(fr, fp, "position"); pos != nil {
+			pp := fp.field("position")
+			g.file = d.str(pos, pp, "filename")
+			d.number(pos, pp, "offset")
+			d.number(pos, pp, "line")
+			d.number(pos, pp, "column")
 		}
 		out.trace = append(out.trace, g)
 	}

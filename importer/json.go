@@ -74,60 +74,105 @@ func member(v *receipts.Value, key string) *receipts.Value {
 	return nil
 }
 
-// str returns member key of o as a string; absent or null is "".
-func (d *doc) str(o *receipts.Value, key, path string) string {
+// jpath is a schema path — format field names and indices, never input —
+// built on the stack and written out only when a refusal names it.
+type jpath struct {
+	up  *jpath
+	key string // a member name, or "" for an element
+	idx int    // an element's index
+}
+
+// root is the path of a whole document or message.
+var root = &jpath{}
+
+func (p *jpath) field(k string) *jpath { return &jpath{up: p, key: k} }
+func (p *jpath) elem(i int) *jpath     { return &jpath{up: p, idx: i} }
+
+func (p *jpath) String() string {
+	var parts []*jpath
+	for q := p; q != nil && q != root; q = q.up {
+		parts = append(parts, q)
+	}
+	var b []byte
+	for i := len(parts) - 1; i >= 0; i-- {
+		q := parts[i]
+		if q.key == "" {
+			b = fmt.Appendf(b, "[%d]", q.idx)
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, q.key...)
+	}
+	return string(b)
+}
+
+// failAt records a malformed value v at p (or at p.key when key is set).
+func (d *doc) failAt(v *receipts.Value, p *jpath, key, reason string) {
+	if d.err != nil {
+		return
+	}
+	if key != "" {
+		p = p.field(key)
+	}
+	d.fail(v, p.String(), reason)
+}
+
+// str returns member key of o (at p) as a string; absent or null is "".
+func (d *doc) str(o *receipts.Value, p *jpath, key string) string {
 	v := member(o, key)
 	if v == nil || v.Kind == receipts.Null {
 		return ""
 	}
 	if v.Kind != receipts.String {
-		d.fail(v, path, "expected string")
+		d.failAt(v, p, key, "expected string")
 		return ""
 	}
 	return string(v.Str)
 }
 
 // boolean returns member key of o; absent or null is false.
-func (d *doc) boolean(o *receipts.Value, key, path string) bool {
+func (d *doc) boolean(o *receipts.Value, p *jpath, key string) bool {
 	v := member(o, key)
 	if v == nil || v.Kind == receipts.Null {
 		return false
 	}
 	if v.Kind != receipts.Bool {
-		d.fail(v, path, "expected boolean")
+		d.failAt(v, p, key, "expected boolean")
 		return false
 	}
 	return v.Bool
 }
 
 // number type-checks member key of o as a JSON number.
-func (d *doc) number(o *receipts.Value, key, path string) {
+func (d *doc) number(o *receipts.Value, p *jpath, key string) {
 	if v := member(o, key); v != nil && v.Kind != receipts.Null && v.Kind != receipts.Number {
-		d.fail(v, path, "expected number")
+		d.failAt(v, p, key, "expected number")
 	}
 }
 
 // arr returns the elements of member key of o; absent or null is empty.
-func (d *doc) arr(o *receipts.Value, key, path string) []receipts.Value {
+func (d *doc) arr(o *receipts.Value, p *jpath, key string) []receipts.Value {
 	v := member(o, key)
 	if v == nil || v.Kind == receipts.Null {
 		return nil
 	}
 	if v.Kind != receipts.Array {
-		d.fail(v, path, "expected array")
+		d.failAt(v, p, key, "expected array")
 		return nil
 	}
 	return v.Elems
 }
 
 // obj returns member key of o when it is an object; absent or null is nil.
-func (d *doc) obj(o *receipts.Value, key, path string) *receipts.Value {
+func (d *doc) obj(o *receipts.Value, p *jpath, key string) *receipts.Value {
 	v := member(o, key)
 	if v == nil || v.Kind == receipts.Null {
 		return nil
 	}
 	if v.Kind != receipts.Object {
-		d.fail(v, path, "expected object")
+		d.failAt(v, p, key, "expected object")
 		return nil
 	}
 	return v
@@ -135,12 +180,12 @@ func (d *doc) obj(o *receipts.Value, key, path string) *receipts.Value {
 
 // objects returns the elements of array member key, each of which must be
 // an object.
-func (d *doc) objects(o *receipts.Value, key, path string) []*receipts.Value {
-	elems := d.arr(o, key, path)
+func (d *doc) objects(o *receipts.Value, p *jpath, key string) []*receipts.Value {
+	elems := d.arr(o, p, key)
 	out := make([]*receipts.Value, 0, len(elems))
 	for i := range elems {
 		if elems[i].Kind != receipts.Object {
-			d.fail(&elems[i], fmt.Sprintf("%s[%d]", path, i), "expected object")
+			d.failAt(&elems[i], p.field(key).elem(i), "", "expected object")
 			return nil
 		}
 		out = append(out, &elems[i])
@@ -148,12 +193,12 @@ func (d *doc) objects(o *receipts.Value, key, path string) []*receipts.Value {
 	return out
 }
 
-func (d *doc) strings(o *receipts.Value, key, path string) []string {
-	elems := d.arr(o, key, path)
+func (d *doc) strings(o *receipts.Value, p *jpath, key string) []string {
+	elems := d.arr(o, p, key)
 	out := make([]string, 0, len(elems))
 	for i := range elems {
 		if elems[i].Kind != receipts.String {
-			d.fail(&elems[i], fmt.Sprintf("%s[%d]", path, i), "expected string")
+			d.failAt(&elems[i], p.field(key).elem(i), "", "expected string")
 			return nil
 		}
 		out = append(out, string(elems[i].Str))
@@ -176,42 +221,42 @@ type osvAffected struct {
 
 type osvEvent struct{ introduced, fixed, lastAffected string }
 
-// entry decodes the used fields of an OSV entry at path.
-func (d *doc) entry(e *receipts.Value, path string) *osvEntry {
-	out := &osvEntry{id: d.str(e, "id", path+".id")}
+// entry decodes the used fields of an OSV entry at p.
+func (d *doc) entry(e *receipts.Value, p *jpath) *osvEntry {
+	out := &osvEntry{id: d.str(e, p, "id")}
 	if d.err == nil && out.id == "" {
-		d.fail(e, path+".id", "missing")
+		d.failAt(e, p, "id", "missing")
 	}
-	if ds := d.obj(e, "database_specific", path+".database_specific"); ds != nil {
-		if u := d.str(ds, "url", path+".database_specific.url"); u != "" {
+	if ds := d.obj(e, p, "database_specific"); ds != nil {
+		if u := d.str(ds, p.field("database_specific"), "url"); u != "" {
 			out.citations = append(out.citations, u)
 		}
 	}
-	for i, r := range d.objects(e, "references", path+".references") {
-		if u := d.str(r, "url", fmt.Sprintf("%s.references[%d].url", path, i)); u != "" {
+	for i, r := range d.objects(e, p, "references") {
+		if u := d.str(r, p.field("references").elem(i), "url"); u != "" {
 			out.citations = append(out.citations, u)
 		}
 	}
-	d.strings(e, "aliases", path+".aliases")
-	for i, a := range d.objects(e, "affected", path+".affected") {
-		ap := fmt.Sprintf("%s.affected[%d]", path, i)
+	d.strings(e, p, "aliases")
+	for i, a := range d.objects(e, p, "affected") {
+		ap := p.field("affected").elem(i)
 		var af osvAffected
-		if p := d.obj(a, "package", ap+".package"); p != nil {
-			af.module = d.str(p, "name", ap+".package.name")
-			af.ecosystem = d.str(p, "ecosystem", ap+".package.ecosystem")
+		if pk := d.obj(a, ap, "package"); pk != nil {
+			af.module = d.str(pk, ap.field("package"), "name")
+			af.ecosystem = d.str(pk, ap.field("package"), "ecosystem")
 		}
-		for j, r := range d.objects(a, "ranges", ap+".ranges") {
-			rp := fmt.Sprintf("%s.ranges[%d]", ap, j)
-			typ := d.str(r, "type", rp+".type")
+		for j, r := range d.objects(a, ap, "ranges") {
+			rp := ap.field("ranges").elem(j)
+			typ := d.str(r, rp, "type")
 			var evs []osvEvent
-			for k, ev := range d.objects(r, "events", rp+".events") {
-				ep := fmt.Sprintf("%s.events[%d]", rp, k)
+			for k, ev := range d.objects(r, rp, "events") {
+				ep := rp.field("events").elem(k)
 				evs = append(evs, osvEvent{
-					introduced:   d.str(ev, "introduced", ep+".introduced"),
-					fixed:        d.str(ev, "fixed", ep+".fixed"),
-					lastAffected: d.str(ev, "last_affected", ep+".last_affected"),
+					introduced:   d.str(ev, ep, "introduced"),
+					fixed:        d.str(ev, ep, "fixed"),
+					lastAffected: d.str(ev, ep, "last_affected"),
 				})
-				d.str(ev, "limit", ep+".limit")
+				d.str(ev, ep, "limit")
 			}
 			if typ == "SEMVER" {
 				af.ranges = append(af.ranges, evs)

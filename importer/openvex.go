@@ -22,44 +22,45 @@ func OpenVEX(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error) {
 			Reason: fmt.Sprintf("input larger than %d bytes", MaxInputBytes)}
 	}
 	d := &doc{data: data, format: format}
-	root := d.parse(0, len(data))
+	top := d.parse(0, len(data))
 	if d.err != nil {
 		return nil, d.err
 	}
-	if root.Kind != receipts.Object {
-		d.fail(root, "", "expected object")
+	if top.Kind != receipts.Object {
+		d.fail(top, "", "expected object")
 		return nil, d.err
 	}
-	ctx := d.str(root, "@context", "@context")
+	ctx := d.str(top, root, "@context")
 	if d.err == nil && !strings.HasPrefix(ctx, "https://openvex.dev/ns") {
-		d.fail(root, "@context", "not an OpenVEX document")
+		d.fail(top, "@context", "not an OpenVEX document")
 	}
-	if m := member(root, "statements"); d.err == nil && (m == nil || m.Kind != receipts.Array) {
-		d.fail(root, "statements", "missing or not an array")
+	if m := member(top, "statements"); d.err == nil && (m == nil || m.Kind != receipts.Array) {
+		d.fail(top, "statements", "missing or not an array")
 	}
-	stmts := d.objects(root, "statements", "statements")
+	stmts := d.objects(top, root, "statements")
 	var cands []candidate
 	for i, s := range stmts {
-		p := fmt.Sprintf("statements[%d]", i)
-		vuln := d.obj(s, "vulnerability", p+".vulnerability")
+		p := root.field("statements").elem(i)
+		vuln := d.obj(s, p, "vulnerability")
 		if d.err == nil && vuln == nil {
-			d.fail(s, p+".vulnerability", "missing")
+			d.failAt(s, p, "vulnerability", "missing")
 		}
 		if d.err != nil {
 			return nil, d.err
 		}
-		name := d.str(vuln, "name", p+".vulnerability.name")
-		id := d.str(vuln, "@id", p+".vulnerability.@id")
-		d.strings(vuln, "aliases", p+".vulnerability.aliases")
+		vp := p.field("vulnerability")
+		name := d.str(vuln, vp, "name")
+		id := d.str(vuln, vp, "@id")
+		d.strings(vuln, vp, "aliases")
 		if d.err == nil && name == "" {
-			d.fail(vuln, p+".vulnerability.name", "missing")
+			d.failAt(vuln, vp, "name", "missing")
 		}
-		status := d.str(s, "status", p+".status")
+		status := d.str(s, p, "status")
 		if d.err == nil && !vexStatuses[status] {
-			d.fail(s, p+".status", "not an OpenVEX status")
+			d.failAt(s, p, "status", "not an OpenVEX status")
 		}
 		for _, k := range []string{"justification", "impact_statement", "action_statement", "status_notes", "timestamp", "last_updated"} {
-			d.str(s, k, p+"."+k)
+			d.str(s, p, k)
 		}
 		var cites []string
 		if id != "" {
@@ -67,14 +68,14 @@ func OpenVEX(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error) {
 		}
 		var deps [][2]string
 		var productOwners []ownerSlot
-		for j, prod := range d.objects(s, "products", p+".products") {
-			pp := fmt.Sprintf("%s.products[%d]", p, j)
-			pid := d.str(prod, "@id", pp+".@id")
+		for j, prod := range d.objects(s, p, "products") {
+			pp := p.field("products").elem(j)
+			pid := d.str(prod, pp, "@id")
 			if mod, _, ok := goPURL(pid); ok && !v.HasModule(mod) {
 				productOwners = append(productOwners, ownerSlot{grammar.CategoryModule, mod})
 			}
-			for k, sub := range d.objects(prod, "subcomponents", pp+".subcomponents") {
-				sid := d.str(sub, "@id", fmt.Sprintf("%s.subcomponents[%d].@id", pp, k))
+			for k, sub := range d.objects(prod, pp, "subcomponents") {
+				sid := d.str(sub, pp.field("subcomponents").elem(k), "@id")
 				if mod, ver, ok := goPURL(sid); ok {
 					deps = append(deps, [2]string{mod, ver})
 				}

@@ -20,42 +20,43 @@ func OSVScanner(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error
 			Reason: fmt.Sprintf("input larger than %d bytes", MaxInputBytes)}
 	}
 	d := &doc{data: data, format: format}
-	root := d.parse(0, len(data))
+	top := d.parse(0, len(data))
 	if d.err != nil {
 		return nil, d.err
 	}
-	if root.Kind != receipts.Object {
-		d.fail(root, "", "expected object")
+	if top.Kind != receipts.Object {
+		d.fail(top, "", "expected object")
 		return nil, d.err
 	}
-	if m := member(root, "results"); m == nil || m.Kind != receipts.Array {
-		d.fail(root, "results", "missing or not an array")
+	if m := member(top, "results"); m == nil || m.Kind != receipts.Array {
+		d.fail(top, "results", "missing or not an array")
 		return nil, d.err
 	}
 	var cands []candidate
 	skipped := 0
-	for i, res := range d.objects(root, "results", "results") {
-		rp := fmt.Sprintf("results[%d]", i)
+	for i, res := range d.objects(top, root, "results") {
+		rp := root.field("results").elem(i)
 		var file string
-		if src := d.obj(res, "source", rp+".source"); src != nil {
-			file = d.str(src, "path", rp+".source.path")
-			d.str(src, "type", rp+".source.type")
+		if src := d.obj(res, rp, "source"); src != nil {
+			file = d.str(src, rp.field("source"), "path")
+			d.str(src, rp.field("source"), "type")
 		}
-		for j, pkg := range d.objects(res, "packages", rp+".packages") {
-			pp := fmt.Sprintf("%s.packages[%d]", rp, j)
-			info := d.obj(pkg, "package", pp+".package")
+		for j, pkg := range d.objects(res, rp, "packages") {
+			pp := rp.field("packages").elem(j)
+			info := d.obj(pkg, pp, "package")
 			if d.err == nil && info == nil {
-				d.fail(pkg, pp+".package", "missing")
+				d.failAt(pkg, pp, "package", "missing")
 			}
 			if d.err != nil {
 				return nil, d.err
 			}
-			name := d.str(info, "name", pp+".package.name")
-			version := d.str(info, "version", pp+".package.version")
-			eco := d.str(info, "ecosystem", pp+".package.ecosystem")
+			ip := pp.field("package")
+			name := d.str(info, ip, "name")
+			version := d.str(info, ip, "version")
+			eco := d.str(info, ip, "ecosystem")
 			entries := map[string]*osvEntry{}
-			for k, e := range d.objects(pkg, "vulnerabilities", pp+".vulnerabilities") {
-				en := d.entry(e, fmt.Sprintf("%s.vulnerabilities[%d]", pp, k))
+			for k, e := range d.objects(pkg, pp, "vulnerabilities") {
+				en := d.entry(e, pp.field("vulnerabilities").elem(k))
 				if d.err == nil && entries[en.id] == nil {
 					entries[en.id] = en
 				}
@@ -65,21 +66,23 @@ func OSVScanner(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error
 				called int // -1 not analysed, 0 not called, 1 called
 			}
 			var groups []group
-			for k, g := range d.objects(pkg, "groups", pp+".groups") {
-				gp := fmt.Sprintf("%s.groups[%d]", pp, k)
-				gr := group{ids: d.strings(g, "ids", gp+".ids"), called: -1}
-				d.strings(g, "aliases", gp+".aliases")
-				d.str(g, "max_severity", gp+".max_severity")
-				if an := d.obj(g, "experimentalAnalysis", gp+".experimentalAnalysis"); an != nil {
-					for _, m := range an.Members {
+			for k, g := range d.objects(pkg, pp, "groups") {
+				gp := pp.field("groups").elem(k)
+				gr := group{ids: d.strings(g, gp, "ids"), called: -1}
+				d.strings(g, gp, "aliases")
+				d.str(g, gp, "max_severity")
+				if an := d.obj(g, gp, "experimentalAnalysis"); an != nil {
+					ap := gp.field("experimentalAnalysis")
+					for mi := range an.Members {
+						m := &an.Members[mi]
 						if m.Value.Kind != receipts.Object {
-							d.fail(&m.Value, gp+".experimentalAnalysis", "expected object")
+							d.failAt(&m.Value, ap, "", "expected object")
 							break
 						}
 						if gr.called < 0 {
 							gr.called = 0
 						}
-						if d.boolean(&m.Value, "called", gp+".experimentalAnalysis.called") {
+						if d.boolean(&m.Value, ap, "called") {
 							gr.called = 1
 						}
 					}
