@@ -44,8 +44,6 @@ type ServerOptions struct {
 
 // Server is vaultd's gRPC server over a unix socket.
 type Server struct {
-	vaultpb.UnimplementedVaultServer
-	v        *service.Vault
 	grpc     *grpc.Server
 	allow    []uint32
 	log      *slog.Logger
@@ -58,7 +56,7 @@ type Server struct {
 // allow-list before gRPC reads any frame of it; every call re-checks the
 // uid from the connection's AuthInfo before its handler runs.
 func NewServer(v *service.Vault, opt ServerOptions) *Server {
-	s := &Server{v: v, allow: slices.Clone(opt.AllowUIDs), log: opt.Logger}
+	s := &Server{allow: slices.Clone(opt.AllowUIDs), log: opt.Logger}
 	if len(s.allow) == 0 {
 		s.allow = []uint32{uint32(os.Geteuid())}
 	}
@@ -77,8 +75,15 @@ func NewServer(v *service.Vault, opt ServerOptions) *Server {
 		grpc.MaxSendMsgSize(MaxMessage),
 		grpc.ConnectionTimeout(10*time.Second),
 	)
-	vaultpb.RegisterVaultServer(s.grpc, s)
+	vaultpb.RegisterVaultServer(s.grpc, &handler{v: v})
 	return s
+}
+
+// handler implements the generated service interface. It is unexported so
+// that no generated type appears in an exported signature.
+type handler struct {
+	vaultpb.UnimplementedVaultServer
+	v *service.Vault
 }
 
 func (s *Server) allowed(uid uint32) bool { return slices.Contains(s.allow, uid) }
@@ -185,7 +190,7 @@ func infoReply(in service.Info) (*vaultpb.LeaseReply, error) {
 }
 
 // Status implements the Status call.
-func (s *Server) Status(ctx context.Context, _ *vaultpb.StatusRequest) (*vaultpb.StatusReply, error) {
+func (s *handler) Status(ctx context.Context, _ *vaultpb.StatusRequest) (*vaultpb.StatusReply, error) {
 	st, err := s.v.Status()
 	if err != nil {
 		return nil, toStatus("status", err)
@@ -206,7 +211,7 @@ func (s *Server) Status(ctx context.Context, _ *vaultpb.StatusRequest) (*vaultpb
 }
 
 // CreateLease implements the CreateLease call.
-func (s *Server) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseRequest) (*vaultpb.CreateLeaseReply, error) {
+func (s *handler) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseRequest) (*vaultpb.CreateLeaseReply, error) {
 	const op = "create"
 	if len(req.EphemeralPublicKey) != seal.KeySize || len(req.RecipientPublicKey) != seal.KeySize {
 		return nil, toStatus(op, &service.Error{Op: op, Field: "public_key", Err: service.ErrInvalid})
@@ -239,7 +244,7 @@ func (s *Server) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseReques
 }
 
 // Bind implements the Bind call.
-func (s *Server) Bind(ctx context.Context, req *vaultpb.BindRequest) (*vaultpb.BindReply, error) {
+func (s *handler) Bind(ctx context.Context, req *vaultpb.BindRequest) (*vaultpb.BindReply, error) {
 	err := s.v.Bind(ctx, principal(ctx), req.LeaseId, req.CutEvent, req.CandidateDigest, req.ExportDigest, req.Export)
 	if err != nil {
 		return nil, toStatus("bind", err)
@@ -252,7 +257,7 @@ func claimOf(req *vaultpb.ClaimRequest) service.ClaimRequest {
 }
 
 // Claim implements the Claim call.
-func (s *Server) Claim(ctx context.Context, req *vaultpb.ClaimRequest) (*vaultpb.LeaseReply, error) {
+func (s *handler) Claim(ctx context.Context, req *vaultpb.ClaimRequest) (*vaultpb.LeaseReply, error) {
 	res, err := s.v.Claim(ctx, principal(ctx), req.LeaseId, claimOf(req))
 	if err != nil {
 		return nil, toStatus("claim", err)
@@ -265,7 +270,7 @@ func (s *Server) Claim(ctx context.Context, req *vaultpb.ClaimRequest) (*vaultpb
 }
 
 // Consume implements the Consume call.
-func (s *Server) Consume(ctx context.Context, req *vaultpb.ClaimRequest) (*vaultpb.LeaseReply, error) {
+func (s *handler) Consume(ctx context.Context, req *vaultpb.ClaimRequest) (*vaultpb.LeaseReply, error) {
 	l, err := s.v.Consume(ctx, principal(ctx), req.LeaseId, claimOf(req))
 	if err != nil {
 		return nil, toStatus("consume", err)
@@ -278,7 +283,7 @@ func (s *Server) Consume(ctx context.Context, req *vaultpb.ClaimRequest) (*vault
 }
 
 // Revoke implements the Revoke call.
-func (s *Server) Revoke(ctx context.Context, req *vaultpb.LeaseRef) (*vaultpb.LeaseReply, error) {
+func (s *handler) Revoke(ctx context.Context, req *vaultpb.LeaseRef) (*vaultpb.LeaseReply, error) {
 	l, err := s.v.Revoke(ctx, principal(ctx), req.LeaseId)
 	if err != nil {
 		return nil, toStatus("revoke", err)
@@ -291,7 +296,7 @@ func (s *Server) Revoke(ctx context.Context, req *vaultpb.LeaseRef) (*vaultpb.Le
 }
 
 // List implements the List call.
-func (s *Server) List(ctx context.Context, _ *vaultpb.ListRequest) (*vaultpb.ListReply, error) {
+func (s *handler) List(ctx context.Context, _ *vaultpb.ListRequest) (*vaultpb.ListReply, error) {
 	infos, err := s.v.List(ctx)
 	if err != nil {
 		return nil, toStatus("list", err)
@@ -308,7 +313,7 @@ func (s *Server) List(ctx context.Context, _ *vaultpb.ListRequest) (*vaultpb.Lis
 }
 
 // Show implements the Show call.
-func (s *Server) Show(ctx context.Context, req *vaultpb.LeaseRef) (*vaultpb.LeaseReply, error) {
+func (s *handler) Show(ctx context.Context, req *vaultpb.LeaseRef) (*vaultpb.LeaseReply, error) {
 	in, err := s.v.Show(ctx, req.LeaseId)
 	if err != nil {
 		return nil, toStatus("show", err)
@@ -352,7 +357,7 @@ func (w *chunkWriter) flush(stats *vaultpb.BackupStats) error {
 
 // Backup implements the Backup call: the backup stream in chunks, with the
 // counts on the last message.
-func (s *Server) Backup(_ *vaultpb.BackupRequest, ss grpc.ServerStreamingServer[vaultpb.BackupChunk]) error {
+func (s *handler) Backup(_ *vaultpb.BackupRequest, ss grpc.ServerStreamingServer[vaultpb.BackupChunk]) error {
 	w := &chunkWriter{send: ss.Send, buf: make([]byte, 0, chunkSize)}
 	st, err := s.v.Backup(w)
 	if err != nil {
@@ -391,7 +396,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 }
 
 // Restore implements the Restore call.
-func (s *Server) Restore(ss grpc.ClientStreamingServer[vaultpb.RestoreChunk, vaultpb.RestoreReply]) error {
+func (s *handler) Restore(ss grpc.ClientStreamingServer[vaultpb.RestoreChunk, vaultpb.RestoreReply]) error {
 	r := &chunkReader{left: store.MaxBackup + 1, recv: func() ([]byte, error) {
 		m, err := ss.Recv()
 		if err != nil {
@@ -407,7 +412,7 @@ func (s *Server) Restore(ss grpc.ClientStreamingServer[vaultpb.RestoreChunk, vau
 }
 
 // Rotate implements the Rotate call.
-func (s *Server) Rotate(ctx context.Context, _ *vaultpb.RotateRequest) (*vaultpb.RotateReply, error) {
+func (s *handler) Rotate(ctx context.Context, _ *vaultpb.RotateRequest) (*vaultpb.RotateReply, error) {
 	r, err := s.v.Rotate()
 	if err != nil {
 		return nil, toStatus("rotate", err)
@@ -417,7 +422,7 @@ func (s *Server) Rotate(ctx context.Context, _ *vaultpb.RotateRequest) (*vaultpb
 
 // ProveErasure implements the ProveErasure call: the first message names
 // the leases, the data of every message is the backup stream.
-func (s *Server) ProveErasure(ss grpc.ClientStreamingServer[vaultpb.ProveErasureChunk, vaultpb.ProveErasureReply]) error {
+func (s *handler) ProveErasure(ss grpc.ClientStreamingServer[vaultpb.ProveErasureChunk, vaultpb.ProveErasureReply]) error {
 	const op = "prove-erasure"
 	first, err := ss.Recv()
 	if err != nil {
