@@ -135,7 +135,7 @@ func (b *Builder) AddPath(path string) error {
 }
 
 func (b *Builder) count() error {
-	if b.stats.Files+b.stats.Ignored+b.stats.NotEntries >= MaxFiles {
+	if b.stats.Files+b.stats.Ignored >= MaxFiles {
 		return &Error{Name: "(database)", Reason: fmt.Sprintf("more than %d files", MaxFiles), Err: ErrLimit}
 	}
 	return nil
