@@ -24,6 +24,8 @@ var policy = map[string][]string{
 	"rehydrate":    {"receipts"},
 	"vault":        {"vault", "lease", "rehydrate", "receipts"},
 	"internal/gen": {},
+	"importer":     {"grammar", "receipts"},
+	"osvvocab":     {"grammar", "receipts"},
 }
 
 // TestImportPolicy fails when a package depends on a project package the
