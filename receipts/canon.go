@@ -214,15 +214,12 @@ func appendCanonString(dst, s []byte) []byte {
 }
 
 // appendCanonBody writes the escaped body of a JSON string, without quotes.
-// Room for the bytes and a tenth more for escapes is reserved at once, so a
-// long string is copied into place once.
+// Room for the unescaped bytes is reserved at once; escapes grow dst only
+// when they do not fit, so a caller that sized dst exactly gets no copy.
 func appendCanonBody(dst, s []byte) []byte {
-	dst = slices.Grow(dst, len(s)+len(s)/10+2)
+	dst = slices.Grow(dst, len(s)+2)
 	i := 0
 	for {
-		if cap(dst)-len(dst) < 16 {
-			dst = slices.Grow(dst, len(s)-i+len(s)/10+16)
-		}
 		n := len(dst)
 		c, _ := copyPlain(dst[n:cap(dst)], s[i:])
 		i, dst = i+c, dst[:n+c]
