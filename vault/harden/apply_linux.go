@@ -10,6 +10,9 @@ import "golang.org/x/sys/unix"
 // kernel and fails if either did not take. Call it after any privilege drop
 // and before the first secret is loaded.
 func Apply() error {
+	if diagnostic {
+		return nil // a diagdump build (diag_on.go) stays dumpable
+	}
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{Cur: 0, Max: 0}); err != nil {
 		return applyError(ItemCoreLimit, "setrlimit RLIMIT_CORE {0,0}", err)
 	}

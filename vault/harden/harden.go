@@ -128,7 +128,7 @@ func Prove(a *arena.Arena) Profile {
 			o.swap = map[bool]string{true: "present", false: "none"}[present]
 		}
 	}
-	return evaluate(o)
+	return inject(diagnose(evaluate(o)))
 }
 
 // evaluate decides the profile from observed state.

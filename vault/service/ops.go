@@ -134,6 +134,7 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 			s.Wipe()
 		}
 	}()
+	faultValues(v.log, values) // a no-op except in a faultinject build (fault_on.go)
 	tokens, m, err := v.issue(l.Namespace, req.Values.Values, values)
 	if err != nil {
 		return CreateResult{}, v.fail(op, err)
