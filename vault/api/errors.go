@@ -5,10 +5,12 @@ import (
 	"errors"
 
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/internal/vaultpb"
 	"github.com/privacycut/privacycut/vault/service"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
 )
 
 // ErrUnavailable: the vault could not be reached, or the connection broke.
@@ -37,6 +39,7 @@ var errorTable = []errorRow{
 	{kind: "refusal", code: receipts.LeaseUnrecoverable, grpc: codes.DataLoss},
 	{kind: "refusal", code: receipts.LimitExceeded, grpc: codes.ResourceExhausted},
 	{kind: "refusal", code: receipts.MalformedRecord, grpc: codes.InvalidArgument},
+	{kind: "refusal", code: receipts.InvalidUTF8, grpc: codes.InvalidArgument},
 	{kind: "refusal", code: receipts.UnknownCategory, grpc: codes.InvalidArgument},
 	{kind: "refusal", code: receipts.ProhibitedCategory, grpc: codes.InvalidArgument},
 	{kind: "refusal", code: receipts.TokenNotIssued, grpc: codes.InvalidArgument},
@@ -101,10 +104,97 @@ func toStatus(op string, err error) error {
 		e = &service.Error{Op: e.Op}
 	}
 	st := status.New(row.grpc, msg)
-	if d, derr := st.WithDetails(&vaultpb.Refusal{Code: string(e.Code), Op: e.Op, Field: e.Field, Kind: row.kind}); derr == nil {
+	details := []protoadapt.MessageV1{&vaultpb.Refusal{Code: string(e.Code), Op: e.Op, Field: e.Field, Kind: row.kind}}
+	if rr := returnRefusal(e); rr != nil {
+		details = append(details, rr)
+	}
+	if d, derr := st.WithDetails(details...); derr == nil {
 		st = d
 	}
 	return st.Err()
+}
+
+// returnRefusal is the ReturnRefusal detail of a rehydration's refusal of
+// the return or the schema: path, positions and a fixed reason.
+func returnRefusal(e *service.Error) *vaultpb.ReturnRefusal {
+	if e.Code == "" {
+		return nil
+	}
+	var r *rehydrate.Refusal
+	if errors.As(e.Err, &r) {
+		return &vaultpb.ReturnRefusal{Document: "return", Path: r.Path, Line: int64(r.Line),
+			Column: int64(r.Column), Length: int64(r.Length), Reason: r.Reason}
+	}
+	var s *rehydrate.SchemaError
+	if errors.As(e.Err, &s) {
+		return &vaultpb.ReturnRefusal{Document: "schema", Line: int64(s.Line),
+			Column: int64(s.Column), Length: int64(s.Length), Reason: s.Reason}
+	}
+	return nil
+}
+
+// Bounds on a ReturnRefusal detail the client accepts.
+const (
+	maxDetailPath   = 4096
+	maxDetailReason = 128
+	maxDetailPos    = 1 << 31
+)
+
+// refusalOf rebuilds the *rehydrate.Refusal or *rehydrate.SchemaError of a
+// ReturnRefusal detail with its code. A detail that does not look like one
+// (unknown document, a path or reason outside its alphabet or bound, a
+// negative or huge position) is dropped: the code alone remains.
+func refusalOf(code receipts.Code, rr *vaultpb.ReturnRefusal) error {
+	pos := func(n int64) bool { return n >= 0 && n < maxDetailPos }
+	if !pos(rr.Line) || !pos(rr.Column) || !pos(rr.Length) || !printable(rr.Reason, maxDetailReason) {
+		return nil
+	}
+	line, col, n := int(rr.Line), int(rr.Column), int(rr.Length)
+	switch rr.Document {
+	case "return":
+		if !jsonPath(rr.Path) {
+			return nil
+		}
+		return &rehydrate.Refusal{Code: code, Path: rr.Path, Line: line, Column: col, Length: n, Reason: rr.Reason}
+	case "schema":
+		if rr.Path != "" {
+			return nil
+		}
+		return &rehydrate.SchemaError{Code: code, Line: line, Column: col, Length: n, Reason: rr.Reason}
+	}
+	return nil
+}
+
+// printable accepts at most max bytes of printable ASCII.
+func printable(s string, max int) bool {
+	if len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonPath accepts "" or a path as package rehydrate writes it: "$", then
+// ".name" (declared property names, [A-Za-z0-9_-]) and "[n]".
+func jsonPath(p string) bool {
+	if p == "" {
+		return true
+	}
+	if len(p) > maxDetailPath || p[0] != '$' {
+		return false
+	}
+	for i := 1; i < len(p); i++ {
+		c := p[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '_' || c == '-' || c == '.' || c == '[' || c == ']') {
+			return false
+		}
+	}
+	return true
 }
 
 // fromStatus is the client side: it rebuilds a *service.Error from the
@@ -119,14 +209,27 @@ func fromStatus(op string, err error) error {
 	if !ok {
 		return &service.Error{Op: op, Err: ErrUnavailable}
 	}
+	var ref *vaultpb.Refusal
+	var rr *vaultpb.ReturnRefusal
 	for _, d := range st.Details() {
-		ref, ok := d.(*vaultpb.Refusal)
-		if !ok {
-			continue
+		switch d := d.(type) {
+		case *vaultpb.Refusal:
+			if ref == nil {
+				ref = d
+			}
+		case *vaultpb.ReturnRefusal:
+			if rr == nil {
+				rr = d
+			}
 		}
+	}
+	if ref != nil {
 		e := &service.Error{Code: receipts.Code(ref.Code), Op: ref.Op, Field: ref.Field}
 		if e.Code != "" && !e.Code.Valid() {
 			return &service.Error{Op: op, Err: service.ErrInternal}
+		}
+		if e.Code != "" && rr != nil {
+			e.Err = refusalOf(e.Code, rr)
 		}
 		if e.Code == "" {
 			e.Err = service.ErrInternal

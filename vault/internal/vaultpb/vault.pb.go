@@ -1225,6 +1225,282 @@ func (x *ProveErasureReply) GetReportJson() []byte {
 	return nil
 }
 
+type RehydrateHeader struct {
+	state                      protoimpl.MessageState `protogen:"open.v1"`
+	LeaseId                    string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	Run                        string                 `protobuf:"bytes,2,opt,name=run,proto3" json:"run,omitempty"`
+	Attempt                    uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Station                    string                 `protobuf:"bytes,4,opt,name=station,proto3" json:"station,omitempty"`
+	ReturnDigest               string                 `protobuf:"bytes,5,opt,name=return_digest,json=returnDigest,proto3" json:"return_digest,omitempty"` // sha256 of the whole return
+	ReturnSize                 uint64                 `protobuf:"varint,6,opt,name=return_size,json=returnSize,proto3" json:"return_size,omitempty"`      // length of the whole return
+	Schema                     []byte                 `protobuf:"bytes,7,opt,name=schema,proto3" json:"schema,omitempty"`                                 // the output schema document
+	CutExpiry                  string                 `protobuf:"bytes,8,opt,name=cut_expiry,json=cutExpiry,proto3" json:"cut_expiry,omitempty"`          // the plan's expires_at, RFC 3339 UTC
+	Retention                  string                 `protobuf:"bytes,9,opt,name=retention,proto3" json:"retention,omitempty"`
+	PolicyRevision             string                 `protobuf:"bytes,10,opt,name=policy_revision,json=policyRevision,proto3" json:"policy_revision,omitempty"`
+	VerifierRevision           string                 `protobuf:"bytes,11,opt,name=verifier_revision,json=verifierRevision,proto3" json:"verifier_revision,omitempty"`
+	LabelDigest                string                 `protobuf:"bytes,12,opt,name=label_digest,json=labelDigest,proto3" json:"label_digest,omitempty"`
+	EvidenceEphemeralPublicKey []byte                 `protobuf:"bytes,13,opt,name=evidence_ephemeral_public_key,json=evidenceEphemeralPublicKey,proto3" json:"evidence_ephemeral_public_key,omitempty"`
+	EvidenceRecipientPublicKey []byte                 `protobuf:"bytes,14,opt,name=evidence_recipient_public_key,json=evidenceRecipientPublicKey,proto3" json:"evidence_recipient_public_key,omitempty"`
+	EvidenceKey                *SealedValue           `protobuf:"bytes,15,opt,name=evidence_key,json=evidenceKey,proto3" json:"evidence_key,omitempty"` // the cut's evidence key, sealed
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
+}
+
+func (x *RehydrateHeader) Reset() {
+	*x = RehydrateHeader{}
+	mi := &file_vault_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RehydrateHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RehydrateHeader) ProtoMessage() {}
+
+func (x *RehydrateHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_vault_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RehydrateHeader.ProtoReflect.Descriptor instead.
+func (*RehydrateHeader) Descriptor() ([]byte, []int) {
+	return file_vault_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RehydrateHeader) GetLeaseId() string {
+	if x != nil {
+		return x.LeaseId
+	}
+	return ""
+}
+
+func (x *RehydrateHeader) GetRun() string {
+	if x != nil {
+		return x.Run
+	}
+	return ""
+}
+
+func (x *RehydrateHeader) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *RehydrateHeader) GetStation() string {
+	if x != nil {
+		return x.Station
+	}
+	return ""
+}
+
+func (x *RehydrateHeader) GetReturnDigest() string {
+	if x != nil {
+		return x.ReturnDigest
+	}
+	return ""
+}
+
+func (x *RehydrateHeader) GetReturnSize() uint64 {
+	if x != nil {
+		return x.ReturnSize
+	}
+	return 0
+}
+
+func (x *RehydrateHeader) GetSchema() []byte {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *RehydrateHeader) GetCutExpiry() string {
+	if x != nil {
+		return x.CutExpiry
+	}
+	return ""
+}
+
+func (x *RehydrateHeader) GetRetention() string {
+	if x != nil {
+		return x.Retention
+	}
+	return ""
+}
+
+func (x *RehydrateHeader) GetPolicyRevision() string {
+	if x != nil {
+		return x.PolicyRevision
+	}
+	return ""
+}
+
+func (x *RehydrateHeader) GetVerifierRevision() string {
+	if x != nil {
+		return x.VerifierRevision
+	}
+	return ""
+}
+
+func (x *RehydrateHeader) GetLabelDigest() string {
+	if x != nil {
+		return x.LabelDigest
+	}
+	return ""
+}
+
+func (x *RehydrateHeader) GetEvidenceEphemeralPublicKey() []byte {
+	if x != nil {
+		return x.EvidenceEphemeralPublicKey
+	}
+	return nil
+}
+
+func (x *RehydrateHeader) GetEvidenceRecipientPublicKey() []byte {
+	if x != nil {
+		return x.EvidenceRecipientPublicKey
+	}
+	return nil
+}
+
+func (x *RehydrateHeader) GetEvidenceKey() *SealedValue {
+	if x != nil {
+		return x.EvidenceKey
+	}
+	return nil
+}
+
+type RehydrateChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *RehydrateHeader       `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"` // first message only
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`     // the next piece of the return
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RehydrateChunk) Reset() {
+	*x = RehydrateChunk{}
+	mi := &file_vault_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RehydrateChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RehydrateChunk) ProtoMessage() {}
+
+func (x *RehydrateChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_vault_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RehydrateChunk.ProtoReflect.Descriptor instead.
+func (*RehydrateChunk) Descriptor() ([]byte, []int) {
+	return file_vault_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RehydrateChunk) GetHeader() *RehydrateHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *RehydrateChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type RehydrateReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OutputSize    uint64                 `protobuf:"varint,1,opt,name=output_size,json=outputSize,proto3" json:"output_size,omitempty"`   // first message only
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`                                  // the next piece of the output
+	ReceiptJson   []byte                 `protobuf:"bytes,3,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"` // last message only: RehydrationReceipt@1
+	LeaseJson     []byte                 `protobuf:"bytes,4,opt,name=lease_json,json=leaseJson,proto3" json:"lease_json,omitempty"`       // last message only: the consumed lease
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RehydrateReply) Reset() {
+	*x = RehydrateReply{}
+	mi := &file_vault_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RehydrateReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RehydrateReply) ProtoMessage() {}
+
+func (x *RehydrateReply) ProtoReflect() protoreflect.Message {
+	mi := &file_vault_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RehydrateReply.ProtoReflect.Descriptor instead.
+func (*RehydrateReply) Descriptor() ([]byte, []int) {
+	return file_vault_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RehydrateReply) GetOutputSize() uint64 {
+	if x != nil {
+		return x.OutputSize
+	}
+	return 0
+}
+
+func (x *RehydrateReply) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *RehydrateReply) GetReceiptJson() []byte {
+	if x != nil {
+		return x.ReceiptJson
+	}
+	return nil
+}
+
+func (x *RehydrateReply) GetLeaseJson() []byte {
+	if x != nil {
+		return x.LeaseJson
+	}
+	return nil
+}
+
 // Refusal is attached to every error status as a detail.
 type Refusal struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1238,7 +1514,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_vault_proto_msgTypes[21]
+	mi := &file_vault_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1526,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[21]
+	mi := &file_vault_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1539,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{21}
+	return file_vault_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Refusal) GetCode() string {
@@ -1290,6 +1566,93 @@ func (x *Refusal) GetField() string {
 func (x *Refusal) GetKind() string {
 	if x != nil {
 		return x.Kind
+	}
+	return ""
+}
+
+// ReturnRefusal is attached, besides Refusal, to the status of a
+// rehydration that refused the return or the output schema: where and why,
+// never what.
+type ReturnRefusal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Document      string                 `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"` // "return" or "schema"
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`         // JSON path of the refused value ("" for the schema)
+	Line          int64                  `protobuf:"varint,3,opt,name=line,proto3" json:"line,omitempty"`
+	Column        int64                  `protobuf:"varint,4,opt,name=column,proto3" json:"column,omitempty"`
+	Length        int64                  `protobuf:"varint,5,opt,name=length,proto3" json:"length,omitempty"`
+	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"` // a fixed, content-free text
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReturnRefusal) Reset() {
+	*x = ReturnRefusal{}
+	mi := &file_vault_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReturnRefusal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReturnRefusal) ProtoMessage() {}
+
+func (x *ReturnRefusal) ProtoReflect() protoreflect.Message {
+	mi := &file_vault_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReturnRefusal.ProtoReflect.Descriptor instead.
+func (*ReturnRefusal) Descriptor() ([]byte, []int) {
+	return file_vault_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ReturnRefusal) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+func (x *ReturnRefusal) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ReturnRefusal) GetLine() int64 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *ReturnRefusal) GetColumn() int64 {
+	if x != nil {
+		return x.Column
+	}
+	return 0
+}
+
+func (x *ReturnRefusal) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *ReturnRefusal) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -1387,12 +1750,48 @@ const file_vault_proto_rawDesc = "" +
 	"\x04data\x18\x03 \x01(\fR\x04data\"4\n" +
 	"\x11ProveErasureReply\x12\x1f\n" +
 	"\vreport_json\x18\x01 \x01(\fR\n" +
-	"reportJson\"W\n" +
+	"reportJson\"\xd1\x04\n" +
+	"\x0fRehydrateHeader\x12\x19\n" +
+	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x10\n" +
+	"\x03run\x18\x02 \x01(\tR\x03run\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\rR\aattempt\x12\x18\n" +
+	"\astation\x18\x04 \x01(\tR\astation\x12#\n" +
+	"\rreturn_digest\x18\x05 \x01(\tR\freturnDigest\x12\x1f\n" +
+	"\vreturn_size\x18\x06 \x01(\x04R\n" +
+	"returnSize\x12\x16\n" +
+	"\x06schema\x18\a \x01(\fR\x06schema\x12\x1d\n" +
+	"\n" +
+	"cut_expiry\x18\b \x01(\tR\tcutExpiry\x12\x1c\n" +
+	"\tretention\x18\t \x01(\tR\tretention\x12'\n" +
+	"\x0fpolicy_revision\x18\n" +
+	" \x01(\tR\x0epolicyRevision\x12+\n" +
+	"\x11verifier_revision\x18\v \x01(\tR\x10verifierRevision\x12!\n" +
+	"\flabel_digest\x18\f \x01(\tR\vlabelDigest\x12A\n" +
+	"\x1devidence_ephemeral_public_key\x18\r \x01(\fR\x1aevidenceEphemeralPublicKey\x12A\n" +
+	"\x1devidence_recipient_public_key\x18\x0e \x01(\fR\x1aevidenceRecipientPublicKey\x12C\n" +
+	"\fevidence_key\x18\x0f \x01(\v2 .privacycut.vault.v1.SealedValueR\vevidenceKey\"b\n" +
+	"\x0eRehydrateChunk\x12<\n" +
+	"\x06header\x18\x01 \x01(\v2$.privacycut.vault.v1.RehydrateHeaderR\x06header\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\x87\x01\n" +
+	"\x0eRehydrateReply\x12\x1f\n" +
+	"\voutput_size\x18\x01 \x01(\x04R\n" +
+	"outputSize\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12!\n" +
+	"\freceipt_json\x18\x03 \x01(\fR\vreceiptJson\x12\x1d\n" +
+	"\n" +
+	"lease_json\x18\x04 \x01(\fR\tleaseJson\"W\n" +
 	"\aRefusal\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x14\n" +
 	"\x05field\x18\x03 \x01(\tR\x05field\x12\x12\n" +
-	"\x04kind\x18\x04 \x01(\tR\x04kind2\xcf\a\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\"\x9b\x01\n" +
+	"\rReturnRefusal\x12\x1a\n" +
+	"\bdocument\x18\x01 \x01(\tR\bdocument\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04line\x18\x03 \x01(\x03R\x04line\x12\x16\n" +
+	"\x06column\x18\x04 \x01(\x03R\x06column\x12\x16\n" +
+	"\x06length\x18\x05 \x01(\x03R\x06length\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason2\xaa\b\n" +
 	"\x05Vault\x12N\n" +
 	"\x06Status\x12\".privacycut.vault.v1.StatusRequest\x1a .privacycut.vault.v1.StatusReply\x12]\n" +
 	"\vCreateLease\x12'.privacycut.vault.v1.CreateLeaseRequest\x1a%.privacycut.vault.v1.CreateLeaseReply\x12H\n" +
@@ -1405,7 +1804,8 @@ const file_vault_proto_rawDesc = "" +
 	"\x06Backup\x12\".privacycut.vault.v1.BackupRequest\x1a .privacycut.vault.v1.BackupChunk0\x01\x12Q\n" +
 	"\aRestore\x12!.privacycut.vault.v1.RestoreChunk\x1a!.privacycut.vault.v1.RestoreReply(\x01\x12N\n" +
 	"\x06Rotate\x12\".privacycut.vault.v1.RotateRequest\x1a .privacycut.vault.v1.RotateReply\x12`\n" +
-	"\fProveErasure\x12&.privacycut.vault.v1.ProveErasureChunk\x1a&.privacycut.vault.v1.ProveErasureReply(\x01B9Z7github.com/privacycut/privacycut/vault/internal/vaultpbb\x06proto3"
+	"\fProveErasure\x12&.privacycut.vault.v1.ProveErasureChunk\x1a&.privacycut.vault.v1.ProveErasureReply(\x01\x12Y\n" +
+	"\tRehydrate\x12#.privacycut.vault.v1.RehydrateChunk\x1a#.privacycut.vault.v1.RehydrateReply(\x010\x01B9Z7github.com/privacycut/privacycut/vault/internal/vaultpbb\x06proto3"
 
 var (
 	file_vault_proto_rawDescOnce sync.Once
@@ -1419,7 +1819,7 @@ func file_vault_proto_rawDescGZIP() []byte {
 	return file_vault_proto_rawDescData
 }
 
-var file_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_vault_proto_goTypes = []any{
 	(*StatusRequest)(nil),      // 0: privacycut.vault.v1.StatusRequest
 	(*StatusReply)(nil),        // 1: privacycut.vault.v1.StatusReply
@@ -1442,43 +1842,51 @@ var file_vault_proto_goTypes = []any{
 	(*RotateReply)(nil),        // 18: privacycut.vault.v1.RotateReply
 	(*ProveErasureChunk)(nil),  // 19: privacycut.vault.v1.ProveErasureChunk
 	(*ProveErasureReply)(nil),  // 20: privacycut.vault.v1.ProveErasureReply
-	(*Refusal)(nil),            // 21: privacycut.vault.v1.Refusal
-	nil,                        // 22: privacycut.vault.v1.StatusReply.LeasesEntry
+	(*RehydrateHeader)(nil),    // 21: privacycut.vault.v1.RehydrateHeader
+	(*RehydrateChunk)(nil),     // 22: privacycut.vault.v1.RehydrateChunk
+	(*RehydrateReply)(nil),     // 23: privacycut.vault.v1.RehydrateReply
+	(*Refusal)(nil),            // 24: privacycut.vault.v1.Refusal
+	(*ReturnRefusal)(nil),      // 25: privacycut.vault.v1.ReturnRefusal
+	nil,                        // 26: privacycut.vault.v1.StatusReply.LeasesEntry
 }
 var file_vault_proto_depIdxs = []int32{
-	22, // 0: privacycut.vault.v1.StatusReply.leases:type_name -> privacycut.vault.v1.StatusReply.LeasesEntry
+	26, // 0: privacycut.vault.v1.StatusReply.leases:type_name -> privacycut.vault.v1.StatusReply.LeasesEntry
 	2,  // 1: privacycut.vault.v1.CreateLeaseRequest.values:type_name -> privacycut.vault.v1.SealedValue
 	9,  // 2: privacycut.vault.v1.ListReply.leases:type_name -> privacycut.vault.v1.LeaseReply
 	13, // 3: privacycut.vault.v1.BackupChunk.stats:type_name -> privacycut.vault.v1.BackupStats
-	0,  // 4: privacycut.vault.v1.Vault.Status:input_type -> privacycut.vault.v1.StatusRequest
-	3,  // 5: privacycut.vault.v1.Vault.CreateLease:input_type -> privacycut.vault.v1.CreateLeaseRequest
-	5,  // 6: privacycut.vault.v1.Vault.Bind:input_type -> privacycut.vault.v1.BindRequest
-	7,  // 7: privacycut.vault.v1.Vault.Claim:input_type -> privacycut.vault.v1.ClaimRequest
-	7,  // 8: privacycut.vault.v1.Vault.Consume:input_type -> privacycut.vault.v1.ClaimRequest
-	8,  // 9: privacycut.vault.v1.Vault.Revoke:input_type -> privacycut.vault.v1.LeaseRef
-	10, // 10: privacycut.vault.v1.Vault.List:input_type -> privacycut.vault.v1.ListRequest
-	8,  // 11: privacycut.vault.v1.Vault.Show:input_type -> privacycut.vault.v1.LeaseRef
-	12, // 12: privacycut.vault.v1.Vault.Backup:input_type -> privacycut.vault.v1.BackupRequest
-	15, // 13: privacycut.vault.v1.Vault.Restore:input_type -> privacycut.vault.v1.RestoreChunk
-	17, // 14: privacycut.vault.v1.Vault.Rotate:input_type -> privacycut.vault.v1.RotateRequest
-	19, // 15: privacycut.vault.v1.Vault.ProveErasure:input_type -> privacycut.vault.v1.ProveErasureChunk
-	1,  // 16: privacycut.vault.v1.Vault.Status:output_type -> privacycut.vault.v1.StatusReply
-	4,  // 17: privacycut.vault.v1.Vault.CreateLease:output_type -> privacycut.vault.v1.CreateLeaseReply
-	6,  // 18: privacycut.vault.v1.Vault.Bind:output_type -> privacycut.vault.v1.BindReply
-	9,  // 19: privacycut.vault.v1.Vault.Claim:output_type -> privacycut.vault.v1.LeaseReply
-	9,  // 20: privacycut.vault.v1.Vault.Consume:output_type -> privacycut.vault.v1.LeaseReply
-	9,  // 21: privacycut.vault.v1.Vault.Revoke:output_type -> privacycut.vault.v1.LeaseReply
-	11, // 22: privacycut.vault.v1.Vault.List:output_type -> privacycut.vault.v1.ListReply
-	9,  // 23: privacycut.vault.v1.Vault.Show:output_type -> privacycut.vault.v1.LeaseReply
-	14, // 24: privacycut.vault.v1.Vault.Backup:output_type -> privacycut.vault.v1.BackupChunk
-	16, // 25: privacycut.vault.v1.Vault.Restore:output_type -> privacycut.vault.v1.RestoreReply
-	18, // 26: privacycut.vault.v1.Vault.Rotate:output_type -> privacycut.vault.v1.RotateReply
-	20, // 27: privacycut.vault.v1.Vault.ProveErasure:output_type -> privacycut.vault.v1.ProveErasureReply
-	16, // [16:28] is the sub-list for method output_type
-	4,  // [4:16] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	2,  // 4: privacycut.vault.v1.RehydrateHeader.evidence_key:type_name -> privacycut.vault.v1.SealedValue
+	21, // 5: privacycut.vault.v1.RehydrateChunk.header:type_name -> privacycut.vault.v1.RehydrateHeader
+	0,  // 6: privacycut.vault.v1.Vault.Status:input_type -> privacycut.vault.v1.StatusRequest
+	3,  // 7: privacycut.vault.v1.Vault.CreateLease:input_type -> privacycut.vault.v1.CreateLeaseRequest
+	5,  // 8: privacycut.vault.v1.Vault.Bind:input_type -> privacycut.vault.v1.BindRequest
+	7,  // 9: privacycut.vault.v1.Vault.Claim:input_type -> privacycut.vault.v1.ClaimRequest
+	7,  // 10: privacycut.vault.v1.Vault.Consume:input_type -> privacycut.vault.v1.ClaimRequest
+	8,  // 11: privacycut.vault.v1.Vault.Revoke:input_type -> privacycut.vault.v1.LeaseRef
+	10, // 12: privacycut.vault.v1.Vault.List:input_type -> privacycut.vault.v1.ListRequest
+	8,  // 13: privacycut.vault.v1.Vault.Show:input_type -> privacycut.vault.v1.LeaseRef
+	12, // 14: privacycut.vault.v1.Vault.Backup:input_type -> privacycut.vault.v1.BackupRequest
+	15, // 15: privacycut.vault.v1.Vault.Restore:input_type -> privacycut.vault.v1.RestoreChunk
+	17, // 16: privacycut.vault.v1.Vault.Rotate:input_type -> privacycut.vault.v1.RotateRequest
+	19, // 17: privacycut.vault.v1.Vault.ProveErasure:input_type -> privacycut.vault.v1.ProveErasureChunk
+	22, // 18: privacycut.vault.v1.Vault.Rehydrate:input_type -> privacycut.vault.v1.RehydrateChunk
+	1,  // 19: privacycut.vault.v1.Vault.Status:output_type -> privacycut.vault.v1.StatusReply
+	4,  // 20: privacycut.vault.v1.Vault.CreateLease:output_type -> privacycut.vault.v1.CreateLeaseReply
+	6,  // 21: privacycut.vault.v1.Vault.Bind:output_type -> privacycut.vault.v1.BindReply
+	9,  // 22: privacycut.vault.v1.Vault.Claim:output_type -> privacycut.vault.v1.LeaseReply
+	9,  // 23: privacycut.vault.v1.Vault.Consume:output_type -> privacycut.vault.v1.LeaseReply
+	9,  // 24: privacycut.vault.v1.Vault.Revoke:output_type -> privacycut.vault.v1.LeaseReply
+	11, // 25: privacycut.vault.v1.Vault.List:output_type -> privacycut.vault.v1.ListReply
+	9,  // 26: privacycut.vault.v1.Vault.Show:output_type -> privacycut.vault.v1.LeaseReply
+	14, // 27: privacycut.vault.v1.Vault.Backup:output_type -> privacycut.vault.v1.BackupChunk
+	16, // 28: privacycut.vault.v1.Vault.Restore:output_type -> privacycut.vault.v1.RestoreReply
+	18, // 29: privacycut.vault.v1.Vault.Rotate:output_type -> privacycut.vault.v1.RotateReply
+	20, // 30: privacycut.vault.v1.Vault.ProveErasure:output_type -> privacycut.vault.v1.ProveErasureReply
+	23, // 31: privacycut.vault.v1.Vault.Rehydrate:output_type -> privacycut.vault.v1.RehydrateReply
+	19, // [19:32] is the sub-list for method output_type
+	6,  // [6:19] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_vault_proto_init() }
@@ -1492,7 +1900,7 @@ func file_vault_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vault_proto_rawDesc), len(file_vault_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,6 +39,7 @@ const (
 	Vault_Restore_FullMethodName      = "/privacycut.vault.v1.Vault/Restore"
 	Vault_Rotate_FullMethodName       = "/privacycut.vault.v1.Vault/Rotate"
 	Vault_ProveErasure_FullMethodName = "/privacycut.vault.v1.Vault/ProveErasure"
+	Vault_Rehydrate_FullMethodName    = "/privacycut.vault.v1.Vault/Rehydrate"
 )
 
 // VaultClient is the client API for Vault service.
@@ -57,6 +58,12 @@ type VaultClient interface {
 	Restore(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreChunk, RestoreReply], error)
 	Rotate(ctx context.Context, in *RotateRequest, opts ...grpc.CallOption) (*RotateReply, error)
 	ProveErasure(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ProveErasureChunk, ProveErasureReply], error)
+	// Rehydrate: the first message carries the header, the data of every
+	// message the next piece of the return; the reply's messages carry the
+	// output (restored values: the one place plaintext values leave the
+	// vault, to the caller who asked for them), the last one the receipt and
+	// the consumed lease.
+	Rehydrate(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RehydrateChunk, RehydrateReply], error)
 }
 
 type vaultClient struct {
@@ -202,6 +209,19 @@ func (c *vaultClient) ProveErasure(ctx context.Context, opts ...grpc.CallOption)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Vault_ProveErasureClient = grpc.ClientStreamingClient[ProveErasureChunk, ProveErasureReply]
 
+func (c *vaultClient) Rehydrate(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RehydrateChunk, RehydrateReply], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Vault_ServiceDesc.Streams[3], Vault_Rehydrate_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RehydrateChunk, RehydrateReply]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Vault_RehydrateClient = grpc.BidiStreamingClient[RehydrateChunk, RehydrateReply]
+
 // VaultServer is the server API for Vault service.
 // All implementations must embed UnimplementedVaultServer
 // for forward compatibility.
@@ -218,6 +238,12 @@ type VaultServer interface {
 	Restore(grpc.ClientStreamingServer[RestoreChunk, RestoreReply]) error
 	Rotate(context.Context, *RotateRequest) (*RotateReply, error)
 	ProveErasure(grpc.ClientStreamingServer[ProveErasureChunk, ProveErasureReply]) error
+	// Rehydrate: the first message carries the header, the data of every
+	// message the next piece of the return; the reply's messages carry the
+	// output (restored values: the one place plaintext values leave the
+	// vault, to the caller who asked for them), the last one the receipt and
+	// the consumed lease.
+	Rehydrate(grpc.BidiStreamingServer[RehydrateChunk, RehydrateReply]) error
 	mustEmbedUnimplementedVaultServer()
 }
 
@@ -263,6 +289,9 @@ func (UnimplementedVaultServer) Rotate(context.Context, *RotateRequest) (*Rotate
 }
 func (UnimplementedVaultServer) ProveErasure(grpc.ClientStreamingServer[ProveErasureChunk, ProveErasureReply]) error {
 	return status.Error(codes.Unimplemented, "method ProveErasure not implemented")
+}
+func (UnimplementedVaultServer) Rehydrate(grpc.BidiStreamingServer[RehydrateChunk, RehydrateReply]) error {
+	return status.Error(codes.Unimplemented, "method Rehydrate not implemented")
 }
 func (UnimplementedVaultServer) mustEmbedUnimplementedVaultServer() {}
 func (UnimplementedVaultServer) testEmbeddedByValue()               {}
@@ -472,6 +501,13 @@ func _Vault_ProveErasure_Handler(srv interface{}, stream grpc.ServerStream) erro
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Vault_ProveErasureServer = grpc.ClientStreamingServer[ProveErasureChunk, ProveErasureReply]
 
+func _Vault_Rehydrate_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(VaultServer).Rehydrate(&grpc.GenericServerStream[RehydrateChunk, RehydrateReply]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Vault_RehydrateServer = grpc.BidiStreamingServer[RehydrateChunk, RehydrateReply]
+
 // Vault_ServiceDesc is the grpc.ServiceDesc for Vault service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -530,6 +566,12 @@ var Vault_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ProveErasure",
 			Handler:       _Vault_ProveErasure_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Rehydrate",
+			Handler:       _Vault_Rehydrate_Handler,
+			ServerStreams: true,
 			ClientStreams: true,
 		},
 	},

@@ -1,0 +1,348 @@
+package api
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/privacycut/privacycut/lease"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
+	"github.com/privacycut/privacycut/vault/internal/vaultpb"
+	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/service"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// rhSchema marks owner (modules) and team (teams) for purpose, at most max
+// substitutions each; note is prose.
+func rhSchema(purpose string, max int) []byte {
+	m := func(cat string) string {
+		return `{"type":"string","x-privacycut-rehydrate":{"category":"` + cat + `","purpose":"` + purpose + `","max":` + itoa(max) + `}}`
+	}
+	return []byte(`{"type":"object","additionalProperties":false,"required":["items"],"properties":{
+  "items":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{
+    "owner":` + m("module") + `,"team":` + m("team") + `,"note":{"type":"string"}}}}}}`)
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}
+
+type rhItem struct {
+	Owner string `json:"owner,omitempty"`
+	Team  string `json:"team,omitempty"`
+	Note  string `json:"note,omitempty"`
+}
+
+type rhDoc struct {
+	Items []rhItem `json:"items"`
+}
+
+func (d rhDoc) bytes(t testing.TB) []byte {
+	t.Helper()
+	b, err := receipts.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// rhPairs is a module and a team (canary values) for leases over the same
+// values.
+func rhPairs() []seal.Pair {
+	b := make([]byte, 6)
+	rand.Read(b)
+	tag := hexDigest("")[:12]
+	return []seal.Pair{
+		{Category: "module", Value: []byte("VAULTD-CANARY-rh-mod-" + tag)},
+		{Category: "team", Value: []byte("VAULTD-CANARY-rh-team-" + tag)},
+	}
+}
+
+func newEvidenceKey(t testing.TB) *receipts.EvidenceKey {
+	t.Helper()
+	b := make([]byte, receipts.EvidenceKeySize)
+	rand.Read(b)
+	k, err := receipts.NewEvidenceKey(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Wipe)
+	return k
+}
+
+// rhRequest is a rehydration request for ret under lease id, through c.
+func rhRequest(t testing.TB, c *Client, id string, schema, ret []byte, ek *receipts.EvidenceKey) service.RehydrateRequest {
+	t.Helper()
+	sealed, err := c.SealEvidenceKey(ctx, ek)
+	if err != nil {
+		t.Fatalf("SealEvidenceKey: %v", err)
+	}
+	return service.RehydrateRequest{
+		Lease:  id,
+		Claim:  service.ClaimRequest{Run: "run-1", Attempt: 1, Station: "station-a", ReturnDigest: receipts.SHA256(ret)},
+		Schema: schema, Return: ret,
+		CutExpiry: time.Now().Add(time.Hour), Retention: rehydrate.RetentionSession,
+		PolicyRevision: "policy/1", VerifierRevision: "verifier/1",
+		LabelDigest: "hmac-sha256:" + strings.Repeat("cd", 32), EvidenceKey: sealed,
+	}
+}
+
+// TestRehydrateRoundTrip: through the socket, an honest return comes back
+// substituted with a keyed receipt and a consumed lease; a refusal arrives
+// with its code, path and position; a replay is LEASE_NOT_ACTIVE.
+func TestRehydrateRoundTrip(t *testing.T) {
+	f := start(t, ServerOptions{})
+	ek := newEvidenceKey(t)
+	ps := rhPairs()
+	res := f.grant(t, ps)
+	f.bind(t, res)
+	schema := rhSchema("triage", 2)
+
+	// A refusal first: an exact token in prose.
+	bad := rhDoc{Items: []rhItem{{Owner: res.Tokens[0]}, {Note: res.Tokens[1]}}}.bytes(t)
+	_, err := f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, schema, bad, ek))
+	var r *rehydrate.Refusal
+	if service.CodeOf(err) != receipts.TokenWrongPath || !errors.As(err, &r) {
+		t.Fatalf("refusal across the socket: %v", err)
+	}
+	if diff := cmp.Diff(&rehydrate.Refusal{Code: receipts.TokenWrongPath, Path: "$.items[1].note",
+		Line: 1, Column: bytes.LastIndex(bad, []byte(res.Tokens[1])), Length: len(res.Tokens[1]) + 2, Reason: r.Reason}, r); diff != "" || r.Reason == "" {
+		t.Errorf("refusal detail (-want +got):\n%s", diff)
+	}
+	for _, p := range ps {
+		if strings.Contains(err.Error(), string(p.Value)) {
+			t.Errorf("the error names a value")
+		}
+	}
+	for _, tok := range res.Tokens {
+		if strings.Contains(err.Error(), tok) {
+			t.Errorf("the error names a token")
+		}
+	}
+	in, _ := f.c.Show(ctx, res.Lease.ID)
+	if in.Lease.State != lease.Claimed {
+		t.Fatalf("after the refusal: %v", in.Lease.State)
+	}
+
+	// An honest return on a fresh lease.
+	res = f.grant(t, ps)
+	f.bind(t, res)
+	ret := rhDoc{Items: []rhItem{{Owner: res.Tokens[0], Team: res.Tokens[1], Note: "upgrade"}, {Owner: res.Tokens[0]}}}.bytes(t)
+	out, err := f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, schema, ret, ek))
+	if err != nil {
+		t.Fatalf("Rehydrate: %v", err)
+	}
+	want := rhDoc{Items: []rhItem{{Owner: string(ps[0].Value), Team: string(ps[1].Value), Note: "upgrade"}, {Owner: string(ps[0].Value)}}}.bytes(t)
+	if !bytes.Equal(out.Output, want) {
+		t.Errorf("output %s, want %s", out.Output, want)
+	}
+	if out.Receipt.FinalDigest != ek.HMAC(want) || out.Receipt.ReturnDigest != receipts.SHA256(ret) ||
+		!cmp.Equal(out.Receipt.Substitutions, map[string]int{"module": 2, "team": 1}) {
+		t.Errorf("receipt %+v", out.Receipt)
+	}
+	if out.Lease.State != lease.Consumed || !out.Lease.KeyDestroyed {
+		t.Errorf("lease %v key destroyed %v", out.Lease.State, out.Lease.KeyDestroyed)
+	}
+	_, err = f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, schema, ret, ek))
+	if service.CodeOf(err) != receipts.LeaseNotActive {
+		t.Errorf("replay: %v", err)
+	}
+	// A schema refusal carries a SchemaError.
+	res = f.grant(t, ps)
+	f.bind(t, res)
+	_, err = f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, []byte(`{"type":"integer"}`), ret, ek))
+	var se *rehydrate.SchemaError
+	if service.CodeOf(err) != receipts.MalformedRecord || !errors.As(err, &se) || se.Line != 1 || se.Column != 9 {
+		t.Errorf("schema refusal: %v", err)
+	}
+}
+
+// TestRehydrateLargeReturn streams a return and an output larger than one
+// gRPC message (MaxMessage) through the socket.
+func TestRehydrateLargeReturn(t *testing.T) {
+	f := start(t, ServerOptions{})
+	ek := newEvidenceKey(t)
+	ps := rhPairs()
+	res := f.grant(t, ps)
+	f.bind(t, res)
+	note := strings.Repeat("prose ", 1000)
+	var d, w rhDoc
+	for len(d.Items)*len(note) < MaxMessage+MaxMessage/2 {
+		d.Items = append(d.Items, rhItem{Owner: res.Tokens[0], Note: note})
+		w.Items = append(w.Items, rhItem{Owner: string(ps[0].Value), Note: note})
+	}
+	ret, want := d.bytes(t), w.bytes(t)
+	out, err := f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, rhSchema("triage", 1<<20), ret, ek))
+	if err != nil {
+		t.Fatalf("Rehydrate of %d bytes: %v", len(ret), err)
+	}
+	if !bytes.Equal(out.Output, want) {
+		t.Errorf("output of %d bytes differs from the %d expected", len(out.Output), len(want))
+	}
+}
+
+// TestRehydrateConcurrentAPI: N goroutines rehydrate one lease through the
+// socket; exactly one gets the output.
+func TestRehydrateConcurrentAPI(t *testing.T) {
+	f := start(t, ServerOptions{})
+	ek := newEvidenceKey(t)
+	ps := rhPairs()
+	res := f.grant(t, ps)
+	f.bind(t, res)
+	schema := rhSchema("triage", 4)
+	const n = 8
+	reqs := make([]service.RehydrateRequest, n)
+	for i := range n {
+		// Half repeat one return (same tuple), half send their own.
+		note := "same"
+		if i%2 == 1 {
+			note = itoa(i)
+		}
+		ret := rhDoc{Items: []rhItem{{Owner: res.Tokens[0], Note: note}}}.bytes(t)
+		reqs[i] = rhRequest(t, f.c, res.Lease.ID, schema, ret, ek)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	outs := make([][]byte, n)
+	for i := range n {
+		wg.Go(func() {
+			r, err := f.c.Rehydrate(ctx, reqs[i])
+			outs[i], errs[i] = r.Output, err
+		})
+	}
+	wg.Wait()
+	wins := 0
+	for i, err := range errs {
+		switch service.CodeOf(err) {
+		case "":
+			if err != nil {
+				t.Errorf("rehydration %d: %v", i, err)
+				continue
+			}
+			wins++
+			if !bytes.Contains(outs[i], ps[0].Value) {
+				t.Errorf("winner %d without the value", i)
+			}
+		case receipts.LeaseNotActive, receipts.LeaseClaimConflict:
+			if outs[i] != nil {
+				t.Errorf("loser %d has output", i)
+			}
+		default:
+			t.Errorf("rehydration %d: %v", i, err)
+		}
+	}
+	if wins != 1 {
+		t.Errorf("%d winners, want 1", wins)
+	}
+}
+
+// TestRehydrateStreamChecks: the server refuses a stream whose header is
+// missing or repeated, or whose return is longer or shorter than declared.
+func TestRehydrateStreamChecks(t *testing.T) {
+	f := start(t, ServerOptions{})
+	ek := newEvidenceKey(t)
+	res := f.grant(t, rhPairs())
+	f.bind(t, res)
+	ret := rhDoc{Items: []rhItem{{Owner: res.Tokens[0]}}}.bytes(t)
+	req := rhRequest(t, f.c, res.Lease.ID, rhSchema("triage", 1), ret, ek)
+	header := func(size uint64) *vaultpb.RehydrateHeader {
+		ev := req.EvidenceKey
+		return &vaultpb.RehydrateHeader{LeaseId: req.Lease, Run: "run-1", Attempt: 1, Station: "station-a",
+			ReturnDigest: req.Claim.ReturnDigest, ReturnSize: size, Schema: req.Schema,
+			CutExpiry: req.CutExpiry.Format(time.RFC3339Nano), Retention: req.Retention,
+			PolicyRevision: "p", VerifierRevision: "v", LabelDigest: req.LabelDigest,
+			EvidenceEphemeralPublicKey: ev.Ephemeral[:], EvidenceRecipientPublicKey: ev.Recipient[:],
+			EvidenceKey: &vaultpb.SealedValue{Category: ev.Values[0].Category, Ciphertext: ev.Values[0].Ciphertext}}
+	}
+	tests := []struct {
+		name  string
+		msgs  []*vaultpb.RehydrateChunk
+		code  codes.Code
+		field string
+	}{
+		{"no header", []*vaultpb.RehydrateChunk{{Data: ret}}, codes.InvalidArgument, "header"},
+		{"second header", []*vaultpb.RehydrateChunk{{Header: header(uint64(len(ret))), Data: ret[:1]}, {Header: header(1), Data: ret[1:]}}, codes.InvalidArgument, "header"},
+		{"longer than declared", []*vaultpb.RehydrateChunk{{Header: header(uint64(len(ret) - 1)), Data: ret}}, codes.InvalidArgument, "return_size"},
+		{"shorter than declared", []*vaultpb.RehydrateChunk{{Header: header(uint64(len(ret) + 1)), Data: ret}}, codes.InvalidArgument, "return_size"},
+		{"over the limit", []*vaultpb.RehydrateChunk{{Header: header(rehydrate.MaxReturnBytes + 1)}}, codes.ResourceExhausted, "return"},
+		{"bad cut expiry", []*vaultpb.RehydrateChunk{{Header: func() *vaultpb.RehydrateHeader {
+			h := header(uint64(len(ret)))
+			h.CutExpiry = "tomorrow"
+			return h
+		}(), Data: ret}}, codes.InvalidArgument, "cut_expiry"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := f.c.c.Rehydrate(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range tc.msgs {
+				if s.Send(m) != nil {
+					break
+				}
+			}
+			s.CloseSend()
+			_, err = s.Recv()
+			st, _ := status.FromError(err)
+			e := fromStatus("rehydrate", err)
+			var se *service.Error
+			if st.Code() != tc.code || !errors.As(e, &se) || se.Field != tc.field {
+				t.Errorf("status %v (%v), want %v field %s", st.Code(), e, tc.code, tc.field)
+			}
+		})
+	}
+	if in, _ := f.c.Show(ctx, res.Lease.ID); in.Lease.State != lease.Active {
+		t.Errorf("refused streams left the lease %v", in.Lease.State)
+	}
+}
+
+// TestReturnRefusalDetail: the detail is carried for return and schema
+// refusals, and a detail outside its alphabet or bounds is dropped (the
+// code remains).
+func TestReturnRefusalDetail(t *testing.T) {
+	ref := &rehydrate.Refusal{Code: receipts.TokenNotIssued, Path: "$.a[3].b-c_d", Line: 2, Column: 7, Length: 52, Reason: "not exactly a token"}
+	err := fromStatus("rehydrate", toStatus("rehydrate", &service.Error{Code: ref.Code, Op: "rehydrate", Field: "return", Err: ref}))
+	var got *rehydrate.Refusal
+	if !errors.As(err, &got) || !cmp.Equal(ref, got) || service.CodeOf(err) != ref.Code {
+		t.Errorf("refusal round trip: %v", err)
+	}
+	sch := &rehydrate.SchemaError{Code: receipts.UnknownCategory, Line: 4, Column: 1, Length: 9, Reason: "unknown category"}
+	err = fromStatus("rehydrate", toStatus("rehydrate", &service.Error{Code: sch.Code, Op: "rehydrate", Field: "schema", Err: sch}))
+	var gs *rehydrate.SchemaError
+	if !errors.As(err, &gs) || !cmp.Equal(sch, gs) {
+		t.Errorf("schema error round trip: %v", err)
+	}
+	for _, rr := range []*vaultpb.ReturnRefusal{
+		{Document: "return", Path: "$.a\"pcv:", Line: 1, Column: 1},
+		{Document: "return", Path: "a", Line: 1, Column: 1},
+		{Document: "return", Path: "$.a", Line: -1},
+		{Document: "return", Path: "$.a", Reason: "VAULTD\n"},
+		{Document: "return", Path: "$.a", Reason: strings.Repeat("x", 200)},
+		{Document: "schema", Path: "$.a"},
+		{Document: "other"},
+	} {
+		st, _ := status.New(codes.InvalidArgument, "x").WithDetails(
+			&vaultpb.Refusal{Code: string(receipts.TokenNotIssued), Op: "rehydrate", Kind: "refusal"}, rr)
+		err := fromStatus("rehydrate", st.Err())
+		var e *service.Error
+		if !errors.As(err, &e) || e.Code != receipts.TokenNotIssued || e.Err != nil {
+			t.Errorf("detail %v: %#v, want the code alone", rr, err)
+		}
+	}
+}

@@ -1,0 +1,426 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/privacycut/privacycut/lease"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
+	"github.com/privacycut/privacycut/vault/arena"
+	"github.com/privacycut/privacycut/vault/crash"
+	"github.com/privacycut/privacycut/vault/seal"
+)
+
+// EvidenceKeyCategory is the category of the one sealed value that carries
+// a cut's evidence key to Rehydrate (see SealEvidenceKey).
+const EvidenceKeyCategory = "evidence-key"
+
+// The crash points of a rehydration, in the order a rehydration passes
+// them (crashpoints builds only; see package vault/crash). Between
+// RehydrateConsumed and RehydrateFinished the consume path also passes
+// crash.ConsumeCommitted and crash.ConsumeKeyDestroyed.
+const (
+	// CrashRehydrateClaimed: the claim is committed (a fresh claim, not an
+	// idempotent repeat); the return is not yet validated.
+	CrashRehydrateClaimed = "rehydrate.claimed"
+	// CrashRehydrateApplied: the output and its receipt are built in
+	// memory; the lease is still CLAIMED.
+	CrashRehydrateApplied = "rehydrate.applied"
+	// CrashRehydrateConsumed: CONSUMED is committed; the data key is not
+	// yet destroyed and the result is not yet returned.
+	CrashRehydrateConsumed = "rehydrate.consumed"
+	// CrashRehydrateFinished: the data key is destroyed and its destruction
+	// recorded; the result is not yet returned.
+	CrashRehydrateFinished = "rehydrate.finished"
+)
+
+// RehydrateRequest asks the vault to rehydrate a return of a reversible cut
+// with the lease's map. Everything in it is public or sealed: the return
+// holds tokens, never values.
+type RehydrateRequest struct {
+	// Lease is the lease reference, "pcl:…".
+	Lease string
+	// Claim is the claim tuple apart from the principal. Its ReturnDigest
+	// must be receipts.SHA256(Return).
+	Claim ClaimRequest
+	// Schema is the output schema document (rehydrate.ParseSchema). The
+	// vault does not know the plan's output_schema_digest: checking the
+	// schema against it is the caller's duty.
+	Schema []byte
+	// Return is the quarantined answer, exactly as received.
+	Return []byte
+	// CutExpiry is the plan's expires_at.
+	CutExpiry time.Time
+	// Retention is the plan's retention profile (rehydrate.RetentionMax).
+	Retention string
+	// PolicyRevision is the plan's policy revision.
+	PolicyRevision string
+	// VerifierRevision is the revision of the cut's CutVerification@1.
+	VerifierRevision string
+	// LabelDigest is the cut's label digest, "hmac-sha256:…": the label the
+	// rehydrated result keeps.
+	LabelDigest string
+	// EvidenceKey is the cut's 32-byte evidence key, sealed to the vault as
+	// one value of category EvidenceKeyCategory (SealEvidenceKey). The
+	// receipt's final_digest is keyed under it.
+	EvidenceKey seal.Request
+}
+
+// RehydrateResult is a rehydrated return.
+type RehydrateResult struct {
+	// Output is the RFC 8785 canonical JSON of the return with every
+	// substitution made: it holds restored owner values. It keeps the
+	// cut's label, must never be admitted by egress, and the caller should
+	// clear it after use.
+	Output []byte
+	// Receipt is the RehydrationReceipt@1; its final_digest is keyed.
+	Receipt receipts.RehydrationReceipt
+	// Lease is the lease after the rehydration: CONSUMED, its key destroyed
+	// (KeyDestroyed false only if the destruction failed and is pending).
+	Lease lease.Lease
+}
+
+// SealEvidenceKey seals a cut's evidence key to the vault's public key
+// recipient (Status().SealKey) as the one value of category
+// EvidenceKeyCategory: the form RehydrateRequest.EvidenceKey takes. It runs
+// on the client side; the key's bytes are read through its Reveal and are
+// not copied.
+func SealEvidenceKey(recipient [seal.KeySize]byte, key *receipts.EvidenceKey) (seal.Request, error) {
+	const op = "seal-evidence-key"
+	if key == nil {
+		return seal.Request{}, invalid(op, "evidence_key")
+	}
+	var req seal.Request
+	err := key.Reveal(func(k []byte) error {
+		var err error
+		req, err = seal.Seal(recipient, []seal.Pair{{Category: EvidenceKeyCategory, Value: k}})
+		return err
+	})
+	if errors.Is(err, receipts.ErrKeyWiped) {
+		return seal.Request{}, invalid(op, "evidence_key")
+	}
+	if err != nil {
+		var se *seal.Error
+		if errors.As(err, &se) && errors.Is(se.Err, seal.ErrKey) {
+			return seal.Request{}, &Error{Op: op, Field: "recipient", Err: ErrStaleKey}
+		}
+		return seal.Request{}, invalid(op, "evidence_key")
+	}
+	return req, nil
+}
+
+// Rehydrate rehydrates a return of a reversible cut (SPEC §11) inside the
+// vault, at most once per lease:
+//
+//  1. The request is checked without touching the lease: the claim's
+//     return digest is SHA-256 of the return, the schema parses, the
+//     receipt fields are well formed, the cut has not expired, and the
+//     sealed evidence key opens into the arena.
+//  2. CLAIM, the compare-and-set of Claim over (principal, run, attempt,
+//     station, return digest): the same tuple again is idempotent, any
+//     other is LEASE_CLAIM_CONFLICT, a terminal or expired lease
+//     LEASE_NOT_ACTIVE (so a replay after consume is refused).
+//  3. The map is opened into the arena (WithMap) and the return is
+//     validated (rehydrate.Validate) against the schema, the lease's
+//     namespace and purpose, and the tokens the lease issued — every one of
+//     which Bind found in the disclosed export. A refusal is an *Error
+//     carrying the refusal code that wraps the *rehydrate.Refusal (JSON
+//     path, line, column, length; never a token or a value), and the lease
+//     stays CLAIMED by this tuple, so the same tuple may retry.
+//  4. The substitution (Plan.Apply) and RehydrationReceipt@1, with purge_at
+//     bounded by the lease deadline, the cut expiry and the retention
+//     profile, and final_digest keyed under the evidence key, which is then
+//     wiped.
+//  5. CONSUME, only once the result exists and the caller is still
+//     waiting; then the data key is destroyed and the destruction recorded.
+//
+// A failure before step 5 leaves the lease CLAIMED and returns no output.
+// After step 5 the lease is terminal: a crash or a lost reply then loses
+// the result, and nothing can rehydrate the return again.
+func (v *Vault) Rehydrate(ctx context.Context, principal string, req RehydrateRequest) (RehydrateResult, error) {
+	const op = "rehydrate"
+	if err := v.gate(op); err != nil {
+		return RehydrateResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return RehydrateResult{}, &Error{Op: op, Err: err}
+	}
+	if len(req.Return) > rehydrate.MaxReturnBytes {
+		return RehydrateResult{}, &Error{Code: receipts.LimitExceeded, Op: op, Field: "return"}
+	}
+	if receipts.SHA256(req.Return) != req.Claim.ReturnDigest {
+		return RehydrateResult{}, invalid(op, "claim.return_digest")
+	}
+	schema, err := rehydrate.ParseSchema(req.Schema)
+	if err != nil {
+		return RehydrateResult{}, returnError(op, "schema", err)
+	}
+	if err := v.checkReceiptFields(op, req); err != nil {
+		return RehydrateResult{}, err
+	}
+	key, err := v.openEvidenceKey(op, req.EvidenceKey)
+	if err != nil {
+		return RehydrateResult{}, err
+	}
+	defer key.Wipe()
+
+	claimed, err := v.Claim(ctx, principal, req.Lease, req.Claim)
+	if err != nil {
+		return RehydrateResult{}, err
+	}
+	if !claimed.Repeated {
+		crash.At(CrashRehydrateClaimed)
+	}
+	l := claimed.Lease
+
+	var res rehydrate.Result
+	err = v.WithMap(ctx, req.Lease, func(m *Map) error {
+		return m.s.Reveal(func(b []byte) error {
+			iss, err := newIssued(b, m.ns)
+			if err != nil {
+				return err
+			}
+			plan, err := rehydrate.Validate(req.Return, schema, rehydrate.Lease{Namespace: l.Namespace, Purpose: l.Purpose}, iss)
+			if err != nil {
+				return err
+			}
+			res, err = plan.Apply(iss)
+			return err
+		})
+	})
+	if err != nil {
+		return RehydrateResult{}, v.rehydrateFail(op, err)
+	}
+	rc, err := receipt(key, rehydrate.ReceiptInput{
+		CutEvent: l.CutEvent, Lease: l.ID, Result: res,
+		VerifierRevision: req.VerifierRevision, PolicyRevision: req.PolicyRevision,
+		LabelDigest: req.LabelDigest, SourceExpiry: l.Deadline, CutExpiry: req.CutExpiry,
+		Retention: req.Retention, Now: v.now(),
+	})
+	key.Wipe()
+	if err != nil {
+		clear(res.Output)
+		return RehydrateResult{}, v.rehydrateFail(op, err)
+	}
+	crash.At(CrashRehydrateApplied)
+	if err := ctx.Err(); err != nil {
+		// Nobody is waiting for the result: do not burn the lease.
+		clear(res.Output)
+		return RehydrateResult{}, &Error{Op: op, Err: err}
+	}
+
+	t := lease.ClaimTuple{Principal: principal, Run: req.Claim.Run, Attempt: req.Claim.Attempt,
+		Station: req.Claim.Station, ReturnDigest: req.Claim.ReturnDigest}
+	now := v.now()
+	n, err := v.store.Update(req.Lease, func(cur lease.Lease) (lease.Lease, error) {
+		return cur.Consume(t, now)
+	})
+	if err != nil {
+		clear(res.Output)
+		return RehydrateResult{}, v.settle("consume", n, err)
+	}
+	crash.At(CrashRehydrateConsumed)
+	if d, derr := v.finishTerminal(n); derr != nil {
+		v.log.Error("vault: key destruction pending after rehydration", "lease", n.ID)
+	} else {
+		n = d
+		crash.At(CrashRehydrateFinished)
+	}
+	v.log.Info("vault: lease rehydrated", "lease", n.ID, "substitutions", len(rc.Substitutions))
+	return RehydrateResult{Output: res.Output, Receipt: rc, Lease: n}, nil
+}
+
+// checkReceiptFields checks, before the lease is claimed, the fields of the
+// request that the receipt binds, so that a malformed request never claims
+// a lease. An expired cut is PLAN_MISMATCH (a plan past its expires_at
+// licenses nothing).
+func (v *Vault) checkReceiptFields(op string, req RehydrateRequest) error {
+	if _, err := rehydrate.RetentionMax(req.Retention); err != nil {
+		return invalid(op, "retention")
+	}
+	if alg, _, err := receipts.ParseDigest(req.LabelDigest); err != nil || alg != receipts.PrefixHMAC {
+		return invalid(op, "label_digest")
+	}
+	if req.CutExpiry.IsZero() {
+		return invalid(op, "cut_expiry")
+	}
+	now := v.now()
+	if !req.CutExpiry.After(now) {
+		return &Error{Code: receipts.PlanMismatch, Op: op, Field: "cut_expiry"}
+	}
+	// The remaining fields (the revisions) are checked exactly as
+	// NewReceipt will check them, on stand-in digests and identifiers.
+	probe := receipts.SHA256(nil)
+	_, err := rehydrate.NewReceipt(rehydrate.ReceiptInput{
+		CutEvent: "check", Lease: lease.FormatID([16]byte{}),
+		Result:           rehydrate.Result{ReturnDigest: probe, FinalDigest: probe},
+		VerifierRevision: req.VerifierRevision, PolicyRevision: req.PolicyRevision,
+		LabelDigest: req.LabelDigest, SourceExpiry: now.Add(time.Hour), CutExpiry: req.CutExpiry,
+		Retention: req.Retention, Now: now,
+	})
+	if err != nil {
+		return invalid(op, "revision")
+	}
+	return nil
+}
+
+// openEvidenceKey opens the sealed evidence key straight into the arena.
+func (v *Vault) openEvidenceKey(op string, req seal.Request) (*arena.Secret, error) {
+	const field = "evidence_key"
+	if len(req.Values) != 1 || req.Values[0].Category != EvidenceKeyCategory {
+		return nil, invalid(op, field)
+	}
+	if req.Recipient != v.seal.Public() {
+		return nil, &Error{Op: op, Field: field, Err: ErrStaleKey}
+	}
+	ks, err := v.seal.Open(v.arena, req)
+	if err != nil {
+		if code := codeOf(err); code != "" {
+			return nil, &Error{Code: code, Op: op, Field: field}
+		}
+		return nil, v.fail(op, err)
+	}
+	if ks[0].Len() != receipts.EvidenceKeySize {
+		ks[0].Wipe()
+		return nil, invalid(op, field)
+	}
+	return ks[0], nil
+}
+
+// receipt builds the RehydrationReceipt@1 with final_digest keyed under the
+// evidence key held in the arena. receipts.EvidenceKey copies the key into
+// a heap array, which is wiped before returning (its HMAC pads are not).
+func receipt(key *arena.Secret, in rehydrate.ReceiptInput) (receipts.RehydrationReceipt, error) {
+	var rc receipts.RehydrationReceipt
+	err := key.Reveal(func(k []byte) error {
+		ek, err := receipts.NewEvidenceKey(k)
+		if err != nil {
+			return err
+		}
+		defer ek.Wipe()
+		in.EvidenceKey = ek
+		rc, err = rehydrate.NewReceipt(in)
+		return err
+	})
+	return rc, err
+}
+
+// returnError turns a refusal of the return or the schema into an *Error
+// carrying its code and wrapping the refusal (errors.As reaches its path
+// and position). field is "return" or "schema".
+func returnError(op, field string, err error) error {
+	var r *rehydrate.Refusal
+	if errors.As(err, &r) {
+		return &Error{Code: r.Code, Op: op, Field: field, Err: r}
+	}
+	var s *rehydrate.SchemaError
+	if errors.As(err, &s) {
+		return &Error{Code: s.Code, Op: op, Field: field, Err: s}
+	}
+	return nil
+}
+
+// rehydrateFail classifies an error of the validation, substitution or
+// receipt step. The lease stays CLAIMED.
+func (v *Vault) rehydrateFail(op string, err error) error {
+	if e := returnError(op, "return", err); e != nil {
+		return e
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	switch {
+	case errors.Is(err, rehydrate.ErrPurgeElapsed):
+		return &Error{Code: receipts.PlanMismatch, Op: op, Field: "cut_expiry"}
+	case errors.Is(err, rehydrate.ErrInvalidLease):
+		return refusal(op, receipts.LeaseUnrecoverable)
+	}
+	return v.fail(op, err)
+}
+
+// issued is the rehydrate.Issued view of an opened map: an index from each
+// issued token's category and mac to its value's position in the map
+// plaintext, which stays in the arena. Tokens are public (the export
+// carries them), so the index holds nothing secret but value lengths. It
+// is valid only inside the map's Reveal.
+//
+// Every issued token was found in the disclosed export by Bind, which a
+// claim requires; so Lookup's "issued" is also "disclosed".
+type issued struct {
+	b   []byte // the map plaintext, arena memory
+	ns  string
+	idx map[tokenKey]span
+}
+
+type tokenKey struct {
+	cat byte
+	mac [macLen]byte
+}
+
+type span struct{ off, n int }
+
+var _ rehydrate.Issued = (*issued)(nil)
+
+// newIssued indexes the map plaintext b of namespace ns.
+func newIssued(b []byte, ns string) (*issued, error) {
+	iss := &issued{b: b, ns: ns, idx: map[tokenKey]span{}}
+	ok := walkMap(b, func(cat byte, mac, val []byte) bool {
+		var k tokenKey
+		k.cat = cat
+		copy(k.mac[:], mac)
+		// val is b[off:off+len(val)], so its capacity tells its offset.
+		iss.idx[k] = span{off: cap(b) - cap(val), n: len(val)}
+		return true
+	})
+	if !ok {
+		return nil, refusal("rehydrate", receipts.LeaseUnrecoverable)
+	}
+	return iss, nil
+}
+
+// key parses an exact token of the lease's namespace. It never allocates.
+func (m *issued) key(tok []byte) (tokenKey, bool) {
+	var k tokenKey
+	const head = len(tokenPrefix) + 10 + 1 // "pcv:" namespace ":"
+	if len(tok) < head+1+1+macLen || string(tok[:len(tokenPrefix)]) != tokenPrefix ||
+		string(tok[len(tokenPrefix):head-1]) != m.ns || tok[head-1] != ':' || tok[len(tok)-macLen-1] != ':' {
+		return k, false
+	}
+	cat := tok[head : len(tok)-macLen-1]
+	for i, c := range Categories {
+		if string(cat) == c {
+			k.cat = byte(i + 1)
+			copy(k.mac[:], tok[len(tok)-macLen:])
+			return k, true
+		}
+	}
+	return k, false
+}
+
+// Lookup reports the category of an exact token this lease issued.
+func (m *issued) Lookup(tok []byte) (string, bool) {
+	k, ok := m.key(tok)
+	if !ok {
+		return "", false
+	}
+	if _, ok := m.idx[k]; !ok {
+		return "", false
+	}
+	return Categories[k.cat-1], true
+}
+
+// AppendValue appends the value of an issued token, read from the arena.
+func (m *issued) AppendValue(dst, tok []byte) ([]byte, error) {
+	k, ok := m.key(tok)
+	if !ok {
+		return dst, refusal("rehydrate", receipts.TokenNotIssued)
+	}
+	s, ok := m.idx[k]
+	if !ok {
+		return dst, refusal("rehydrate", receipts.TokenNotIssued)
+	}
+	return append(dst, m.b[s.off:s.off+s.n]...), nil
+}
