@@ -2,10 +2,25 @@
 // wraps a service.Vault, and the Go client that cut uses.
 //
 // Calls: Status, CreateLease, Bind, Claim, Consume, Revoke, List, Show,
-// Backup (server stream), Restore (client stream), Rotate and ProveErasure
-// (client stream). The method name Rehydrate is reserved for the
-// rehydration issue. The wire format (internal/vaultpb) never appears in an
-// exported signature: the client takes and returns the service's types.
+// Backup (server stream), Restore (client stream), Rotate, ProveErasure
+// (client stream) and Rehydrate (both directions streamed). The wire
+// format (internal/vaultpb) never appears in an exported signature: the
+// client takes and returns the service's types.
+//
+// # Rehydrate
+//
+// Client.Rehydrate sends a header (lease, claim tuple, return digest and
+// size, output schema, receipt fields, the cut's evidence key sealed with
+// Client.SealEvidenceKey) and the return in 1 MiB pieces; the server reads
+// exactly the declared size (at most rehydrate.MaxReturnBytes), runs
+// service.Vault.Rehydrate and streams the output back in 1 MiB pieces, the
+// RehydrationReceipt@1 and the consumed lease in the last message. Both
+// sides allocate the announced size once, so no grown-out copy of the
+// output is left behind. A refused return or schema carries, besides the
+// Refusal detail, a ReturnRefusal detail (document, JSON path, line,
+// column, length, fixed reason), which the client turns back into the
+// *rehydrate.Refusal or *rehydrate.SchemaError the *service.Error wraps;
+// a detail outside its alphabet or bounds is dropped.
 //
 // # Authentication
 //
@@ -34,10 +49,13 @@
 //
 //   - Only uids on the allow-list reach a handler; a refused connection is
 //     counted (Server.Rejected) and handles no call (Server.Calls).
-//   - No message carries a plaintext value or map material: values travel
-//     sealed (package vault/seal), responses carry tokens, public lease
-//     records and reports. Sealed values, exports and backups are bytes
-//     fields.
+//   - No message carries a plaintext value or map material, except the
+//     output of Rehydrate: values travel sealed (package vault/seal),
+//     responses carry tokens, public lease records and reports. Sealed
+//     values, exports, returns, outputs and backups are bytes fields.
+//   - The output of Rehydrate is the one place plaintext values leave the
+//     vault: to the allowed caller who asked for them, once per lease.
+//     The cut's evidence key crosses sealed.
 //   - Error statuses never carry values.
 //
 // Not guaranteed:
@@ -48,9 +66,15 @@
 //   - That the server is the real vaultd: a client trusts whoever listens
 //     on the socket path. Keep the socket directory owned by vaultd's user.
 //   - Clearing gRPC's pooled buffers: they hold sealed values, exports and
-//     backup bytes (all ciphertext or public) until reused.
+//     backup bytes (all ciphertext or public) until reused — and the
+//     rehydrated output, on both sides of the socket. Server and client
+//     clear the output slices they own; the transport's copies stay until
+//     reused.
+//   - Delivery of a rehydration: once the vault has consumed the lease, a
+//     broken connection loses the output for good.
 //
 // The caller's duties: place the socket in a directory only vaultd's user
 // can write; list on --allow-uid exactly the uids that may use the vault;
-// discard a partial backup (Client.Backup's error).
+// discard a partial backup (Client.Backup's error); clear the output of
+// Client.Rehydrate after use and never hand it to egress.
 package api

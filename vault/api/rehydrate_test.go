@@ -64,8 +64,6 @@ func (d rhDoc) bytes(t testing.TB) []byte {
 // rhPairs is a module and a team (canary values) for leases over the same
 // values.
 func rhPairs() []seal.Pair {
-	b := make([]byte, 6)
-	rand.Read(b)
 	tag := hexDigest("")[:12]
 	return []seal.Pair{
 		{Category: "module", Value: []byte("VAULTD-CANARY-rh-mod-" + tag)},

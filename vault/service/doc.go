@@ -27,6 +27,29 @@
 // any step a crash interrupted. WithMap decrypts a live lease's map into
 // the arena for the duration of a callback (for rehydration).
 //
+// # Rehydration
+//
+// Rehydrate is the one operation that releases values (SPEC §11). In
+// order: it checks the request (the claim's return digest is SHA-256 of
+// the return, the output schema parses, the receipt fields are well
+// formed, the cut has not expired) and opens the cut's evidence key, sealed
+// like the values of a grant (category "evidence-key"), into the arena;
+// claims the lease (Claim's compare-and-set: the same tuple is idempotent,
+// another is LEASE_CLAIM_CONFLICT, a terminal lease LEASE_NOT_ACTIVE);
+// opens the map (WithMap) and, inside its Reveal, indexes it by category
+// and mac and runs package rehydrate's Validate and Apply over that index;
+// builds RehydrationReceipt@1 with purge_at ≤ min(lease deadline, cut
+// expiry, now + retention maximum) and final_digest keyed under the
+// evidence key, which is then wiped; and only then consumes the lease and
+// destroys its key. A refused return (a *rehydrate.Refusal wrapped in an
+// *Error carrying its code: JSON path, line, column, length, never a token
+// or a value), a canceled caller or any other failure before the consume
+// leaves the lease CLAIMED by the tuple, which may retry. After the
+// consume the lease is terminal: a crash or a lost reply loses the
+// result, and boot recovery completes the key destruction. The crash
+// points CrashRehydrateClaimed, CrashRehydrateApplied,
+// CrashRehydrateConsumed and CrashRehydrateFinished mark the boundaries.
+//
 // Boot recovery never destroys a wrapped key that belongs to no stored
 // lease: after a crash between the durable wrap and the commit of a grant
 // it protects nothing, but after the loss of the state directory it is
@@ -38,7 +61,7 @@
 // Open does not harden the process. cmd/vaultd calls harden.Apply and then
 // Prove, which reads the kernel state (harden.Prove). Until the profile is
 // accepted, every reversible request — CreateLease, Bind, Claim, Consume,
-// WithMap, Rotate and the in-daemon ProveErasure — is refused with
+// WithMap, Rehydrate, Rotate and the in-daemon ProveErasure — is refused with
 // VAULT_PROFILE_NOT_PROVEN; Status, List, Show, Revoke, Backup and Restore
 // still work. A vault whose arena could not be created (RLIMIT_MEMLOCK)
 // opens anyway and is never accepted.
@@ -57,11 +80,18 @@
 //
 // Guaranteed:
 //
-//   - Values exist in plaintext only in the arena: they arrive sealed, are
-//     opened into it, copied arena to arena into the map, and every
-//     temporary (values, namespace key, data key, map plaintext, HMAC input)
-//     is wiped before the request returns. The map is never a Go map or a Go
-//     string; Map's values are reachable only through Lookup's callback.
+//   - Values exist in plaintext only in the arena, with one deliberate
+//     exception: the output of Rehydrate. They arrive sealed, are opened
+//     into it, copied arena to arena into the map, and every temporary
+//     (values, namespace key, data key, map plaintext, HMAC input) is wiped
+//     before the request returns. The map is never a Go map or a Go string;
+//     Map's values are reachable only through Lookup's callback and the
+//     index Rehydrate builds inside Reveal.
+//   - Rehydrate releases values at most once per lease, only for a return
+//     whose every token passes package rehydrate's rules against this
+//     lease's own issued (and, by Bind, disclosed) tokens, and only after
+//     the result and its receipt exist; the consume is durable before the
+//     result is returned, and a refusal releases nothing.
 //   - Badger holds only opaque keys, public lease metadata and ciphertext;
 //     data keys and epoch keys live only in the key directory and the
 //     arena; a backup holds no key material.
@@ -79,6 +109,13 @@
 //
 // Not guaranteed:
 //
+//   - The rehydrated output is ordinary Go memory: Apply copies each value
+//     through a heap scratch buffer (cleared after use) into the output,
+//     which crosses the socket to the caller who asked for it (gRPC copies
+//     it into its own buffers, not cleared). The evidence key is copied
+//     into a receipts.EvidenceKey (wiped after the receipt) and its HMAC
+//     pads (not wiped). Value lengths sit in the Go map of Rehydrate's
+//     index while it runs.
 //   - Heap copies of key schedules and hash states: chacha20poly1305,
 //     crypto/hmac and crypto/ecdh copy keys (the data key, the namespace
 //     key, the epoch key, the per-request seal key, the vault's X25519
@@ -96,6 +133,9 @@
 //     with the crashpoints tag.
 //
 // The caller's duties: apply harden.Apply after Open and before Prove;
+// check the output schema against the plan's output_schema_digest before
+// Rehydrate (the vault does not know the plan); treat Rehydrate's output
+// as carrying the cut's label, never hand it to egress, and clear it;
 // authenticate principals (package vault/api uses SO_PEERCRED); never
 // retain the Map or the byte slices WithMap and Lookup hand out; Close the
 // vault at shutdown so the arena is wiped.

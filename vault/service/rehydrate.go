@@ -228,7 +228,11 @@ func (v *Vault) Rehydrate(ctx context.Context, principal string, req RehydrateRe
 		n = d
 		crash.At(CrashRehydrateFinished)
 	}
-	v.log.Info("vault: lease rehydrated", "lease", n.ID, "substitutions", len(rc.Substitutions))
+	subs := 0
+	for _, k := range rc.Substitutions {
+		subs += k
+	}
+	v.log.Info("vault: lease rehydrated", "lease", n.ID, "substitutions", subs)
 	return RehydrateResult{Output: res.Output, Receipt: rc, Lease: n}, nil
 }
 

@@ -1,0 +1,459 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/privacycut/privacycut/lease"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
+	"github.com/privacycut/privacycut/vault/crash"
+	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaulttest"
+)
+
+// The daemon tests drive the real vaultd binary, built from cmd/vaultd
+// (release and -tags crashpoints), as cmd/vaultd's own acceptance tests do.
+
+// buildVaultd builds cmd/vaultd into a test directory, with the
+// crashpoints tag when crashpoints is set. The build cache makes repeated
+// builds a link step.
+func buildVaultd(t *testing.T, crashpoints bool) string {
+	t.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		if gobin, err = exec.LookPath("go"); err != nil {
+			t.Fatalf("no go command to build vaultd: %v", err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "vaultd")
+	args := []string{"build"}
+	if crashpoints {
+		args = append(args, "-tags", "crashpoints")
+	}
+	args = append(args, "-o", out, "github.com/privacycut/privacycut/cmd/vaultd")
+	if b, err := exec.Command(gobin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	return out
+}
+
+// logBuffer collects a daemon's stderr.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}
+
+// vaultd is one daemon process over directories that survive restarts.
+type vaultd struct {
+	t                 *testing.T
+	bin               string
+	env               []string
+	base              string
+	state, keys, sock string
+	cmd               *exec.Cmd
+	log               *logBuffer
+	logs              [][]byte
+	exited            chan struct{}
+	waitErr           error
+}
+
+func newVaultd(t *testing.T, bin string) *vaultd {
+	t.Helper()
+	base, err := os.MkdirTemp("", "vd-") // short: unix socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	d := &vaultd{t: t, bin: bin, base: base, state: filepath.Join(base, "state"),
+		keys: filepath.Join(base, "keys"), sock: filepath.Join(base, "run", "vault.sock")}
+	t.Cleanup(d.kill)
+	return d
+}
+
+// start launches vaultd and waits until it serves.
+func (d *vaultd) start() {
+	d.t.Helper()
+	cmd := exec.Command(d.bin, "--state-dir", d.state, "--key-dir", d.keys, "--socket", d.sock,
+		"--station", "station-a", "--max-lease", "2h")
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, d.env...)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	cmd.Stderr = pw
+	d.log = &logBuffer{}
+	if err := cmd.Start(); err != nil {
+		d.t.Fatalf("start vaultd: %v", err)
+	}
+	pw.Close()
+	d.cmd, d.exited = cmd, make(chan struct{})
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		signalled := false
+		for sc.Scan() {
+			d.log.Write(append(sc.Bytes(), '\n'))
+			if !signalled && strings.Contains(sc.Text(), `"msg":"vaultd: serving"`) {
+				close(ready)
+				signalled = true
+			}
+		}
+		d.waitErr = cmd.Wait()
+		close(d.exited)
+	}()
+	select {
+	case <-ready:
+	case <-d.exited:
+		d.t.Fatalf("vaultd exited before serving: %v\n%s", d.waitErr, d.log.Bytes())
+	case <-time.After(30 * time.Second):
+		d.t.Fatalf("vaultd did not start within 30s\n%s", d.log.Bytes())
+	}
+}
+
+// wait waits for the process to exit and returns Wait's error.
+func (d *vaultd) wait() error {
+	d.t.Helper()
+	select {
+	case <-d.exited:
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.exited
+		d.t.Fatalf("vaultd did not exit within 30s\n%s", d.log.Bytes())
+	}
+	d.logs = append(d.logs, d.log.Bytes())
+	return d.waitErr
+}
+
+func (d *vaultd) stop() error {
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	return d.wait()
+}
+
+func (d *vaultd) kill() {
+	if d.cmd == nil {
+		return
+	}
+	select {
+	case <-d.exited:
+	default:
+		d.cmd.Process.Kill()
+		<-d.exited
+	}
+}
+
+func (d *vaultd) client() *Client {
+	d.t.Helper()
+	c, err := Dial(d.sock)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// allLogs is the stderr of every run, the current one included.
+func (d *vaultd) allLogs() []byte {
+	var b []byte
+	for _, l := range d.logs {
+		b = append(b, l...)
+	}
+	if d.log != nil && d.cmd != nil {
+		select {
+		case <-d.exited:
+		default:
+			b = append(b, d.log.Bytes()...)
+		}
+	}
+	return b
+}
+
+// wrapsOf lists the key directory's wrapped keys of a lease.
+func (d *vaultd) wrapsOf(id string) []string {
+	d.t.Helper()
+	ents, err := os.ReadDir(filepath.Join(d.keys, "dek"))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), strings.TrimPrefix(id, "pcl:")+".") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// daemonGrant grants and binds a lease over ps through c, with the
+// purpose the test schemas mark.
+func daemonGrant(t *testing.T, c *Client, ps []seal.Pair) service.CreateResult {
+	t.Helper()
+	sealed, err := c.Seal(ctx, ps)
+	if err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	res, err := c.CreateLease(ctx, service.CreateRequest{Run: "run-1", Attempt: 1, Target: "https://model.example/v1",
+		Purpose: "dependency-triage", SourceDigest: hexDigest("hmac-sha256:"), RemoteDeadlineS: 60, ReturnWindowS: 60,
+		Lifetime: time.Hour, Values: sealed})
+	if err != nil {
+		t.Fatalf("CreateLease: %v", err)
+	}
+	ex := exportOf(res.Tokens)
+	if err := c.Bind(ctx, res.Lease.ID, "evt:seal", hexDigest("hmac-sha256:"), receipts.SHA256(ex), ex); err != nil {
+		t.Fatalf("Bind: %v", err)
+	}
+	return res
+}
+
+// TestDaemonRehydrate drives the real vaultd: an honest return over canary
+// values comes back substituted with a keyed receipt holding no value and
+// no token, the lease CONSUMED and its wrapped key gone; a replay is
+// LEASE_NOT_ACTIVE; near misses refuse with their code and path and leave
+// their lease CLAIMED (the same tuple retries); and no canary reaches the
+// daemon's logs, state directory or key directory.
+func TestDaemonRehydrate(t *testing.T) {
+	rel := buildVaultd(t, false)
+	d := newVaultd(t, rel)
+	d.start()
+	c := d.client()
+	ek := newEvidenceKey(t)
+	schema := rhSchema("dependency-triage", 3)
+	ps := rhPairs()
+	canaries := [][]byte{ps[0].Value, ps[1].Value}
+
+	a := daemonGrant(t, c, ps)
+	ret := rhDoc{Items: []rhItem{{Owner: a.Tokens[0], Team: a.Tokens[1], Note: "upgrade golang.org/x/net"}, {Owner: a.Tokens[0]}}}.bytes(t)
+	want := rhDoc{Items: []rhItem{{Owner: string(ps[0].Value), Team: string(ps[1].Value), Note: "upgrade golang.org/x/net"}, {Owner: string(ps[0].Value)}}}.bytes(t)
+	out, err := c.Rehydrate(ctx, rhRequest(t, c, a.Lease.ID, schema, ret, ek))
+	if err != nil {
+		t.Fatalf("Rehydrate: %v", err)
+	}
+	if !bytes.Equal(out.Output, want) {
+		t.Errorf("output:\n%s\nwant:\n%s", out.Output, want)
+	}
+	rc, err := receipts.Marshal(out.Receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits := vaulttest.Find(rc, append(canaries, []byte(a.Tokens[0]), []byte(a.Tokens[1]))); len(hits) > 0 {
+		t.Errorf("the receipt holds values or tokens %v:\n%s", hits, rc)
+	}
+	if out.Receipt.FinalDigest != ek.HMAC(want) || out.Receipt.CutEvent != "evt:seal" ||
+		out.Receipt.Substitutions["module"] != 2 || out.Receipt.Substitutions["team"] != 1 {
+		t.Errorf("receipt %s", rc)
+	}
+	if out.Lease.State != lease.Consumed || !out.Lease.KeyDestroyed {
+		t.Errorf("lease %v, key destroyed %v", out.Lease.State, out.Lease.KeyDestroyed)
+	}
+	if in, err := c.Show(ctx, a.Lease.ID); err != nil || in.Key != service.KeyDestroyed {
+		t.Errorf("Show: %+v %v", in, err)
+	}
+	if w := d.wrapsOf(a.Lease.ID); len(w) > 0 {
+		t.Errorf("the consumed lease keeps wrapped keys %v", w)
+	}
+	_, err = c.Rehydrate(ctx, rhRequest(t, c, a.Lease.ID, schema, ret, ek))
+	if service.CodeOf(err) != receipts.LeaseNotActive {
+		t.Errorf("replay after consume: %v", err)
+	}
+
+	// Near misses, each on its own lease over the same values.
+	near := []struct {
+		name string
+		doc  func(own, other service.CreateResult) rhDoc
+		code receipts.Code
+		path string
+	}{
+		{"token at an unmarked path", func(own, _ service.CreateResult) rhDoc {
+			return rhDoc{Items: []rhItem{{Owner: own.Tokens[0], Note: own.Tokens[1]}}}
+		}, receipts.TokenWrongPath, "$.items[0].note"},
+		{"another lease's token", func(own, other service.CreateResult) rhDoc {
+			return rhDoc{Items: []rhItem{{Owner: own.Tokens[0]}, {Owner: other.Tokens[0]}}}
+		}, receipts.TokenOtherNamespace, "$.items[1].owner"},
+		{"case flipped", func(own, _ service.CreateResult) rhDoc {
+			return rhDoc{Items: []rhItem{{Team: strings.ToUpper(own.Tokens[1])}}}
+		}, receipts.TokenNotIssued, "$.items[0].team"},
+		{"over cardinality", func(own, _ service.CreateResult) rhDoc {
+			var d rhDoc
+			for range 4 {
+				d.Items = append(d.Items, rhItem{Owner: own.Tokens[0]})
+			}
+			return d
+		}, receipts.TokenOverCardinality, "$.items[3].owner"},
+	}
+	for _, tc := range near {
+		own, other := daemonGrant(t, c, ps), daemonGrant(t, c, ps)
+		bad := tc.doc(own, other).bytes(t)
+		for try := range 2 {
+			_, err := c.Rehydrate(ctx, rhRequest(t, c, own.Lease.ID, schema, bad, ek))
+			var r *rehydrate.Refusal
+			if service.CodeOf(err) != tc.code || !errors.As(err, &r) || r.Path != tc.path {
+				t.Errorf("%s, try %d: %v, want %s at %s", tc.name, try, err, tc.code, tc.path)
+			}
+			if hits := vaulttest.FindRaw([]byte(err.Error()), append(canaries, []byte(own.Tokens[0]), []byte(own.Tokens[1]), []byte(other.Tokens[0]))); len(hits) > 0 {
+				t.Errorf("%s: the error names values or tokens %v", tc.name, hits)
+			}
+			in, err := c.Show(ctx, own.Lease.ID)
+			if err != nil || in.Lease.State != lease.Claimed || in.Key != service.KeyPresent {
+				t.Errorf("%s, try %d: lease %v key %v, want CLAIMED with its key", tc.name, try, in.Lease.State, in.Key)
+			}
+		}
+	}
+
+	wantExit0(t, d.stop())
+	for _, dir := range []string{d.state, d.keys} {
+		hits, err := vaulttest.ScanDir(dir, canaries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) > 0 {
+			t.Errorf("canaries in %s: %v", dir, hits)
+		}
+	}
+	if hits := vaulttest.Find(d.allLogs(), canaries); len(hits) > 0 {
+		t.Errorf("canaries in the daemon's log: %v", hits)
+	}
+	if !bytes.Contains(d.allLogs(), []byte(`"msg":"vault: lease rehydrated"`)) {
+		t.Errorf("the rehydration was not logged")
+	}
+}
+
+func wantExit0(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("vaultd exit: %v", err)
+	}
+}
+
+func wantKilled(t *testing.T, err error) {
+	t.Helper()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("vaultd exit: %v, want SIGKILL", err)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("vaultd exit: %v, want SIGKILL", err)
+	}
+}
+
+// TestDaemonRehydrateCrashPoints kills vaultd at every boundary of a
+// rehydration and restarts it: the lease is in a legal state (the client
+// checks every record it reads), a CLAIMED lease keeps its key and the
+// same tuple completes the rehydration, and a CONSUMED lease has no
+// wrapped key left and refuses a replay.
+func TestDaemonRehydrateCrashPoints(t *testing.T) {
+	cp := buildVaultd(t, true)
+	tests := []struct {
+		point string
+		state lease.State
+	}{
+		{service.CrashRehydrateClaimed, lease.Claimed},
+		{service.CrashRehydrateApplied, lease.Claimed},
+		{service.CrashRehydrateConsumed, lease.Consumed},
+		{crash.ConsumeCommitted, lease.Consumed},
+		{crash.ConsumeKeyDestroyed, lease.Consumed},
+		{service.CrashRehydrateFinished, lease.Consumed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.point, func(t *testing.T) {
+			d := newVaultd(t, cp)
+			d.env = []string{"VAULTD_CRASHPOINT=" + tc.point + ":1"}
+			d.start()
+			c := d.client()
+			ek := newEvidenceKey(t)
+			schema := rhSchema("dependency-triage", 3)
+			ps := rhPairs()
+			res := daemonGrant(t, c, ps)
+			ret := rhDoc{Items: []rhItem{{Owner: res.Tokens[0], Team: res.Tokens[1]}}}.bytes(t)
+			if _, err := c.Rehydrate(ctx, rhRequest(t, c, res.Lease.ID, schema, ret, ek)); err == nil {
+				t.Fatalf("the rehydration returned although vaultd was to crash at %s", tc.point)
+			}
+			wantKilled(t, d.wait())
+
+			d.env = nil
+			d.start()
+			c = d.client()
+			infos, err := c.List(ctx)
+			if err != nil {
+				t.Fatalf("List after restart: %v", err)
+			}
+			if len(infos) != 1 {
+				t.Fatalf("%d leases after restart, want 1", len(infos))
+			}
+			in := infos[0]
+			if err := in.Lease.Check(); err != nil {
+				t.Fatalf("lease after restart: %v", err)
+			}
+			if in.Lease.State != tc.state {
+				t.Fatalf("lease %v after the crash, want %v", in.Lease.State, tc.state)
+			}
+			retry := rhRequest(t, c, res.Lease.ID, schema, ret, ek) // resealed to the new boot's key
+			if tc.state == lease.Consumed {
+				if in.Key != service.KeyDestroyed || !in.Lease.KeyDestroyed || len(d.wrapsOf(in.Lease.ID)) > 0 {
+					t.Errorf("terminal lease keeps its key: key %v, recorded %v, wraps %v", in.Key, in.Lease.KeyDestroyed, d.wrapsOf(in.Lease.ID))
+				}
+				if _, err := c.Rehydrate(ctx, retry); service.CodeOf(err) != receipts.LeaseNotActive {
+					t.Errorf("retry after a crash past the consume: %v, want LEASE_NOT_ACTIVE", err)
+				}
+				return
+			}
+			if in.Key != service.KeyPresent || in.Lease.ClaimedBy == nil || in.Lease.ClaimedBy.ReturnDigest != receipts.SHA256(ret) {
+				t.Fatalf("claimed lease after restart: key %v claim %+v", in.Key, in.Lease.ClaimedBy)
+			}
+			out, err := c.Rehydrate(ctx, retry)
+			if err != nil {
+				t.Fatalf("retry with the claimed tuple: %v", err)
+			}
+			want := rhDoc{Items: []rhItem{{Owner: string(ps[0].Value), Team: string(ps[1].Value)}}}.bytes(t)
+			if !bytes.Equal(out.Output, want) || out.Lease.State != lease.Consumed || !out.Lease.KeyDestroyed {
+				t.Errorf("retry: output %q, lease %v", out.Output, out.Lease.State)
+			}
+		})
+	}
+}
+
+// TestDaemonRehydrateCrashPointNames: the rehydration's crash point names
+// are absent from a release build and present in a crashpoints build.
+func TestDaemonRehydrateCrashPointNames(t *testing.T) {
+	rel, cp := buildVaultd(t, false), buildVaultd(t, true)
+	rb, err := os.ReadFile(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := os.ReadFile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{service.CrashRehydrateClaimed, service.CrashRehydrateApplied,
+		service.CrashRehydrateConsumed, service.CrashRehydrateFinished} {
+		if bytes.Contains(rb, []byte(p)) {
+			t.Errorf("release build contains %q", p)
+		}
+		if !bytes.Contains(cb, []byte(p)) {
+			t.Errorf("crashpoints build lacks %q", p)
+		}
+	}
+}
