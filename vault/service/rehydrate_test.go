@@ -742,3 +742,58 @@ func TestSealEvidenceKey(t *testing.T) {
 	_, err = SealEvidenceKey(st.SealKey, nil)
 	wantErr(t, err, ErrInvalid)
 }
+
+// FuzzIssued: over a well-formed map, Lookup answers exactly for the
+// issued tokens of the namespace (with their category) and AppendValue
+// returns exactly their values; any other byte string is not issued, and
+// AppendValue leaves dst as it was.
+func FuzzIssued(f *testing.F) {
+	const ns = "abcdefghij"
+	type ent struct {
+		cat byte
+		mac string
+		val string
+	}
+	ents := []ent{
+		{1, "aaaaaaaaaaaaaaaaaaaa", "git.corp.example/payments/ledger"},
+		{5, "bbbbbbbbbbbbbbbbbbbb", "team \"core\""},
+		{1, "bbbbbbbbbbbbbbbbbbbb", "another module"}, // same mac, other category
+	}
+	plain := []byte("PCM1\x00\x00\x00\x03")
+	want := map[string]ent{}
+	for _, e := range ents {
+		plain = append(plain, e.cat)
+		plain = append(plain, e.mac...)
+		plain = append(plain, 0, 0, 0, byte(len(e.val)))
+		plain = append(plain, e.val...)
+		want[Token(ns, Categories[e.cat-1], e.mac)] = e
+	}
+	for tok := range want {
+		f.Add([]byte(tok))
+		f.Add([]byte(strings.ToUpper(tok)))
+		f.Add([]byte(tok[:len(tok)-1]))
+		f.Add([]byte(tok + "a"))
+		f.Add([]byte(strings.Replace(tok, ns, "abcdefghik", 1)))
+	}
+	f.Add([]byte("pcv:abcdefghij:team:aaaaaaaaaaaaaaaaaaaa"))
+	f.Add([]byte("pcv:abcdefghij::aaaaaaaaaaaaaaaaaaaa"))
+	f.Fuzz(func(t *testing.T, tok []byte) {
+		iss, err := newIssued(plain, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, issuedTok := want[string(tok)]
+		cat, ok := iss.Lookup(tok)
+		if ok != issuedTok || (ok && cat != Categories[e.cat-1]) {
+			t.Fatalf("Lookup(%q) = %q, %v; issued %v", tok, cat, ok, issuedTok)
+		}
+		dst := []byte("prefix:")
+		got, err := iss.AppendValue(dst, tok)
+		switch {
+		case issuedTok && (err != nil || string(got) != "prefix:"+e.val):
+			t.Fatalf("AppendValue(%q) = %q, %v", tok, got, err)
+		case !issuedTok && (err == nil || string(got) != "prefix:"):
+			t.Fatalf("AppendValue of a token not issued: %q, %v", got, err)
+		}
+	})
+}
