@@ -160,6 +160,9 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 		if err := finish(p); err != nil {
 			return nil, err
 		}
+		if err := c.writeRecord(p.record(f)); err != nil {
+			return nil, fmt.Errorf("record the lease locally: %w", err)
+		}
 	}
 	p.bundle.Seal = &receipts.SealRef{EventID: p.seal.EventID}
 	if p.lease != "" {
@@ -243,4 +246,13 @@ func marshalBundle(b receipts.Bundle) ([]byte, error) {
 	out = append(out, export...)
 	out = append(out, ',')
 	return append(out, rest[1:]...), nil
+}
+
+// record is what cut keeps locally about a reversible cut (see leaseRecord).
+func (p *prepared) record(f *prepareFlags) leaseRecord {
+	pl := p.in.plan
+	return leaseRecord{Lease: p.lease, CutEvent: p.seal.EventID, Run: f.run, Attempt: uint32(f.attempt),
+		Station: pl.Station, Purpose: pl.Purpose, ExpiresAt: pl.ExpiresAt, Retention: pl.Retention,
+		PolicyRevision: pl.PolicyRevision, VerifierRevision: p.verdict.Verifier, LabelDigest: p.out.LabelDigest,
+		OutputSchemaDigest: pl.OutputSchemaDigest, ExportDigest: p.out.ExportDigest}
 }

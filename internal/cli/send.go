@@ -30,10 +30,12 @@ type sendResult struct {
 	Quarantine string                  `json:"quarantine"`
 	Answer     string                  `json:"answer_digest"`
 	Lease      *string                 `json:"lease"`
+	Rehydrated *rehydratedDoc          `json:"rehydrated,omitempty"`
 }
 
 func runSend(ctx context.Context, c *Cmd, args []string) error {
 	f, fs := c.prepareFlags("send")
+	schema := fs.String("schema", "", "output schema `file`: rehydrate the answer inside vaultd (reversible cuts)")
 	quarantine := fs.String("quarantine", "", "write the answer to `file` (default under $XDG_STATE_HOME/privacycut/quarantine)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "HTTP timeout")
 	pos, err := parse(fs, args)
@@ -79,6 +81,19 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 		return err
 	}
 	res := sendResult{Decision: dec, Status: status, Quarantine: qpath, Answer: receipts.SHA256(answer), Lease: p.bundle.Lease}
+	if *schema != "" && status/100 == 2 {
+		if p.lease == "" {
+			return usagef("--schema rehydrates a reversible cut; this plan is irreversible")
+		}
+		doc, err := c.rehydrateAnswer(ctx, f, p, *schema, answer)
+		if err != nil {
+			return err
+		}
+		// The rehydrated result keeps the source's label and stays local:
+		// this process's gate will never admit it.
+		auth.DenyLocal(receipts.SHA256(doc.Result))
+		res.Rehydrated = doc
+	}
 	if f.asJSON {
 		if err := c.printJSON(res); err != nil {
 			return err
@@ -87,6 +102,10 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 		fmt.Fprintf(c.Stdout, "admitted: use %d of %d, decision %s, seal %s\n", dec.Use, dec.MaxUses, dec.EventID, dec.Seal)
 		fmt.Fprintf(c.Stdout, "sent: %d bytes to %s, HTTP %d\n", len(body), plan.Target, status)
 		fmt.Fprintf(c.Stdout, "quarantined: %s (%s)\n", qpath, res.Answer)
+		if res.Rehydrated != nil {
+			fmt.Fprintf(c.Stdout, "rehydrated:\n%s\n", res.Rehydrated.Result)
+			printReceipt(c, res.Rehydrated.Receipt, res.Rehydrated.State)
+		}
 	}
 	if status/100 != 2 {
 		return fmt.Errorf("target answered HTTP %d", status)
@@ -145,4 +164,20 @@ func writeQuarantine(path string, answer []byte) error {
 		return err
 	}
 	return os.WriteFile(path, answer, 0o600)
+}
+
+// rehydrateAnswer rehydrates the answer to a reversible cut this process just
+// prepared and sent.
+func (c *Cmd) rehydrateAnswer(ctx context.Context, f *prepareFlags, p *prepared, schemaPath string, answer []byte) (*rehydratedDoc, error) {
+	schema, err := readFileCapped(schemaPath, 1<<20)
+	if err != nil {
+		return nil, fmt.Errorf("read schema: %w", err)
+	}
+	cl, err := c.dialVault(f.vault)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	rec := p.record(f)
+	return c.rehydrateLease(ctx, cl, &rec, schema, answer, p.in.key, f.asJSON)
 }

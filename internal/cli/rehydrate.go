@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
+	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/service"
+)
+
+func init() {
+	register(&command{name: "rehydrate", summary: "rehydrate a quarantined answer inside vaultd (RehydrationReceipt@1)", run: runRehydrate})
+}
+
+// rehydratedDoc is what `cut rehydrate --json` prints: the rehydrated answer
+// (it holds restored owner values — the one output that may), its receipt
+// and the lease after it.
+type rehydratedDoc struct {
+	Result  json.RawMessage             `json:"result"`
+	Receipt receipts.RehydrationReceipt `json:"receipt"`
+	Lease   string                      `json:"lease"`
+	State   string                      `json:"state"`
+}
+
+func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
+	fs := c.flags("rehydrate")
+	vault := fs.String("vault", "", "vaultd `socket` (default $PRIVACYCUT_VAULT)")
+	leaseRef := fs.String("lease", "", "lease `reference` (pcl:…)")
+	schemaPath := fs.String("schema", "", "output schema `file` (must be the plan's)")
+	keyPath := fs.String("evidence-key", "", "evidence key `file`")
+	out := fs.String("o", "", "write the rehydrated answer to `file` (0600) instead of stdout")
+	asJSON := fs.Bool("json", false, "print one JSON document (answer, receipt, lease)")
+	run := fs.String("run", "", "override the run id of the claim")
+	attempt := fs.Int("attempt", 0, "override the attempt of the claim")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *leaseRef == "" || *schemaPath == "" || len(pos) != 1 {
+		return usagef("usage: cut rehydrate --vault SOCK --lease REF --schema S RETURN")
+	}
+	rec, err := c.readRecord(*leaseRef)
+	if err != nil {
+		return err
+	}
+	if *run != "" {
+		rec.Run = *run
+	}
+	if *attempt > 0 {
+		rec.Attempt = uint32(*attempt)
+	}
+	schema, err := readFileCapped(*schemaPath, 1<<20)
+	if err != nil {
+		return fmt.Errorf("read schema: %w", err)
+	}
+	ret, over, err := readCapped(c, pos[0], MaxAnswerBytes)
+	if err != nil || over {
+		return fmt.Errorf("read return: %v", errOr(err, "too large"))
+	}
+	key, err := c.evidenceKey(*keyPath)
+	if err != nil {
+		return err
+	}
+	cl, err := c.dialVault(*vault)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	doc, err := c.rehydrateLease(ctx, cl, rec, schema, ret, key, *asJSON)
+	if err != nil {
+		return err
+	}
+	return c.printRehydrated(doc, *asJSON, *out)
+}
+
+func (c *Cmd) dialVault(flagValue string) (*api.Client, error) {
+	sock := c.vaultSocket(flagValue)
+	if sock == "" {
+		return nil, errNoVault
+	}
+	cl, err := api.Dial(sock)
+	if err != nil {
+		return nil, fmt.Errorf("vault: %w", err)
+	}
+	return cl, nil
+}
+
+// rehydrateLease asks the vault to rehydrate ret under the lease of rec. The
+// schema must be the plan's (its digest is bound in the plan); the evidence
+// key travels sealed to the vault so that the receipt's final digest is
+// keyed. A refusal is printed (exit 3), with the JSON path and position of
+// the refused value and never the value.
+func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseRecord, schema, ret []byte, key *receipts.EvidenceKey, asJSON bool) (*rehydratedDoc, error) {
+	canon, err := receipts.Canonicalize(schema)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if rec.OutputSchemaDigest != "" && receipts.SHA256(canon) != rec.OutputSchemaDigest {
+		c.errorf("%s: the schema is not the plan's output schema", c.name)
+		return nil, c.refuse(asJSON, []grammar.Refusal{{Code: receipts.PlanMismatch, Part: -1, Kind: "schema"}}, nil)
+	}
+	expiry, err := time.Parse(time.RFC3339Nano, rec.ExpiresAt)
+	if err != nil {
+		return nil, fmt.Errorf("lease record: expires_at: %w", err)
+	}
+	st, err := cl.Status(ctx)
+	if err != nil {
+		return nil, c.vaultRefusal(asJSON, err)
+	}
+	sealedKey, err := service.SealEvidenceKey(st.SealKey, key)
+	if err != nil {
+		return nil, c.vaultRefusal(asJSON, err)
+	}
+	res, err := cl.Rehydrate(ctx, service.RehydrateRequest{
+		Lease:            rec.Lease,
+		Claim:            service.ClaimRequest{Run: rec.Run, Attempt: rec.Attempt, Station: rec.Station, ReturnDigest: receipts.SHA256(ret)},
+		Schema:           schema,
+		Return:           ret,
+		CutExpiry:        expiry,
+		Retention:        rec.Retention,
+		PolicyRevision:   rec.PolicyRevision,
+		VerifierRevision: rec.VerifierRevision,
+		LabelDigest:      rec.LabelDigest,
+		EvidenceKey:      sealedKey,
+	})
+	if err != nil {
+		return nil, c.rehydrateRefusal(asJSON, err)
+	}
+	return &rehydratedDoc{Result: res.Output, Receipt: res.Receipt, Lease: res.Lease.ID, State: res.Lease.State.String()}, nil
+}
+
+// rehydrateRefusal prints a refused rehydration: code, JSON path and the
+// position of the refused value in the return (never the value or token).
+func (c *Cmd) rehydrateRefusal(asJSON bool, err error) error {
+	code := service.CodeOf(err)
+	if code == "" {
+		return err
+	}
+	r := receipts.Reason{Code: code, Part: -1, Kind: "return"}
+	var rr *rehydrate.Refusal
+	if errors.As(err, &rr) {
+		r = rr.AsReason()
+	}
+	doc := receipts.Refusal{Refused: true, EventID: receipts.NewEventID(), Reasons: []receipts.Reason{r}}
+	c.journal(doc.EventID, doc.Reasons)
+	if asJSON {
+		if err := c.printJSON(doc); err != nil {
+			return err
+		}
+	} else {
+		where := "return"
+		if r.Path != "" {
+			where = fmt.Sprintf("return %s line %d col %d len %d", r.Path, r.Line, r.Column, r.Length)
+		}
+		fmt.Fprintf(c.Stdout, "refused: 1 reason (event %s)\n%s: %s\n", doc.EventID, where, r.Code)
+	}
+	return &refusedError{1}
+}
+
+func (c *Cmd) printRehydrated(doc *rehydratedDoc, asJSON bool, out string) error {
+	if out != "" {
+		if err := os.WriteFile(out, append(append([]byte{}, doc.Result...), '\n'), 0o600); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		d := *doc
+		if out != "" {
+			d.Result = json.RawMessage("null")
+		}
+		return c.printJSON(d)
+	}
+	if out == "" {
+		fmt.Fprintf(c.Stdout, "%s\n", doc.Result)
+	} else {
+		fmt.Fprintf(c.Stdout, "rehydrated answer written to %s\n", out)
+	}
+	printReceipt(c, doc.Receipt, doc.State)
+	return nil
+}
+
+func printReceipt(c *Cmd, r receipts.RehydrationReceipt, state string) {
+	fmt.Fprintf(c.Stdout, "receipt: %s lease %s (now %s)\n", r.Schema, r.Lease, state)
+	fmt.Fprintf(c.Stdout, "  substituted: %s\n", summary(r.Substitutions))
+	fmt.Fprintf(c.Stdout, "  return %s\n  final  %s\n  purge at %s\n", r.ReturnDigest, r.FinalDigest, r.PurgeAt)
+}
