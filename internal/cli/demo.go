@@ -383,4 +383,3 @@ func (i *indenter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
