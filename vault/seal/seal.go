@@ -20,8 +20,10 @@ const KeySize = 32
 
 // Limits on a sealed request.
 const (
-	// MaxValues bounds the number of values in one request.
-	MaxValues = 4096
+	// MaxValues bounds the number of values in one request: a cut with more
+	// distinct owner values than this is refused (LIMIT_EXCEEDED). The map's
+	// byte size is bounded separately (service.MaxMapBytes).
+	MaxValues = 1 << 16
 	// MaxValueLen bounds one plaintext value in bytes (a grammar record is
 	// at most 64 KiB, so no owner value is longer).
 	MaxValueLen = 64 << 10
