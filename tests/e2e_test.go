@@ -370,3 +370,41 @@ func TestK5KeyStoreLoss(t *testing.T) {
 		})
 	}
 }
+
+// TestKnownDefectBadger2207 pins the one defect the crash suites tolerate
+// (launchAfterCrash): Badger v4.9.6 fails to open a state directory holding
+// a 0-byte memtable file — what a SIGKILL between the file's creation and
+// its truncation leaves — and opens it on the next attempt
+// (dgraph-io/badger#2207). The crash loops met it about once in 400
+// restarts. This test plants the file and checks that vaultd's first start
+// fails in exactly that way, that the repeated start serves, and that every
+// lease is intact. When the defect is fixed the first start succeeds: the
+// test says so, and the tolerance can go.
+func TestKnownDefectBadger2207(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t, bins.vaultd, "b2207")
+	_, ref := e.prepare()
+	before := e.c.show(ref)
+	e.d.stop(syscall.SIGTERM)
+	if err := os.WriteFile(filepath.Join(e.d.state, "99999.mem"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ready, err := e.d.launch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ready:
+		t.Logf("badger#2207 no longer reproduces: vaultd opened a state directory with an empty memtable file; launchAfterCrash's tolerance can go")
+	case <-e.d.exited:
+		log := e.d.log()
+		if es := statusOf(e.d.waitErr); es.code != 1 || !bytes.Contains(log, []byte("while opening memtables")) || !bytes.Contains(log, []byte("Create a new file")) {
+			t.Fatalf("vaultd failed to start on an empty memtable file in another way than badger#2207: %v\n%s", es, log)
+		}
+		e.d.start()
+	}
+	after := e.c.show(ref)
+	if err := lease.Forward(before.Lease, after.Lease); err != nil || after.Lease.Seq != before.Lease.Seq || after.Key != service.KeyPresent {
+		t.Errorf("the lease after the empty-memtable start: %v seq %d → %d key %v", err, before.Lease.Seq, after.Lease.Seq, after.Key)
+	}
+}
