@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -65,11 +66,48 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, newError("open", ErrIO, err)
 	}
+	if n, err := removeEmptyMemtables(dir); err != nil {
+		return nil, newError("open", ErrIO, err)
+	} else if n > 0 && opt.Logger != nil {
+		opt.Logger.Warn("store: removed empty memtable files left by a crash", "files", n)
+	}
 	db, err := badger.Open(badgerOptions(dir, opt.Logger))
 	if err != nil {
 		return nil, newError("open", ErrIO, err)
 	}
 	return &Store{db: db}, nil
+}
+
+// removeEmptyMemtables deletes 0-byte memtable (write-ahead log) files. A
+// SIGKILL between Badger's creation of a .mem file and its first truncation
+// leaves one, and Badger v4.9.6 then fails to open the directory
+// (dgraph-io/badger#2207). An empty file holds no entry, so removing it loses
+// nothing; a non-empty one is left for Badger's own replay.
+func removeEmptyMemtables(dir string) (int, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.mem"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, f := range files {
+		fi, err := os.Lstat(f)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+			continue
+		}
+		if err := os.Remove(f); err != nil {
+			return n, err
+		}
+		n++
+	}
+	if n > 0 {
+		d, err := os.Open(dir)
+		if err != nil {
+			return n, err
+		}
+		defer d.Close()
+		return n, d.Sync()
+	}
+	return n, nil
 }
 
 // badgerOptions are the store's Badger settings. They pass Badger's own
