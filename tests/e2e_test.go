@@ -151,7 +151,7 @@ func twoBoot(t *testing.T, sig syscall.Signal) {
 	if !rep.Proven || rep.Live == nil || !rep.Live.Decrypts || rep.Live.Entries != 4 {
 		t.Fatalf("live probe of the lease after the restart: %+v", rep.Live)
 	}
-	if hasRehydrate(t) {
+	if hasRehydrate() {
 		r, res := e.rehydrate(bB, refB)
 		if r.code != 0 {
 			t.Fatalf("rehydrate after the restart: %v", r)
@@ -209,7 +209,7 @@ func TestC4ExpiryAcrossRestart(t *testing.T) {
 	if w := wrapFiles(e.d.keys, ref); len(w) != 0 {
 		t.Errorf("the expired lease keeps wrapped keys %v", w)
 	}
-	if hasRehydrate(t) {
+	if hasRehydrate() {
 		if r, _ := e.rehydrate(b, ref); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseNotActive) {
 			t.Errorf("rehydrating the expired lease: %v", r)
 		}
@@ -268,7 +268,7 @@ func TestK2VerifiedPurge(t *testing.T) {
 	if !rot.Proven || rot.Epoch != rep.Epoch+1 {
 		t.Errorf("after rotation: proven %v epoch %d → %d", rot.Proven, rep.Epoch, rot.Epoch)
 	}
-	if hasRehydrate(t) {
+	if hasRehydrate() {
 		if r, res := e.rehydrate(bB, refB); r.code != 0 {
 			t.Errorf("rehydrating the live lease after the purge and the rotation: %v", r)
 		} else {
@@ -335,7 +335,7 @@ func TestK5KeyStoreLoss(t *testing.T) {
 			if rep.Destroyed.Decrypts || rep.Destroyed.Code != receipts.LeaseUnrecoverable || rep.Destroyed.Reason != reason {
 				t.Errorf("A after key loss: %+v", rep.Destroyed)
 			}
-			if hasRehydrate(t) {
+			if hasRehydrate() {
 				if r, _ := e.rehydrate(bA, refA); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseUnrecoverable) {
 					t.Errorf("rehydrating A: %v", r)
 				}

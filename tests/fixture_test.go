@@ -198,7 +198,7 @@ func prepare(t testing.TB, c *cutter, plan, proj string) bundle {
 
 // hasRehydrate reports whether the built cut has the rehydrate command
 // (`cut rehydrate` and `cut send --schema`).
-func hasRehydrate(t testing.TB) bool {
+func hasRehydrate() bool {
 	rehydrateOnce.Do(func() {
 		out, _ := execOutput(bins.cut, "rehydrate")
 		rehydrateAvail = bytes.Contains(out, []byte("usage: cut rehydrate"))

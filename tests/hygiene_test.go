@@ -402,7 +402,7 @@ func runEndToEnd(t *testing.T, bin string, env []string) endToEnd {
 
 	e.plan = planFor(t, c, e.proj, e.rem.target(standin.Honest))
 	b1, ref1 := e.prepare()
-	out.rehydrated = hasRehydrate(t)
+	out.rehydrated = hasRehydrate()
 	sendArgs := []string{"send", "--vocab", vocabPath, "--plan", e.plan, "--json", "--quarantine", filepath.Join(e.work, "answer-send.json")}
 	if out.rehydrated {
 		sendArgs = append(sendArgs, "--schema", schemaPath)

@@ -52,7 +52,6 @@ func (g *ledger) ack(l lease.Lease) {
 
 // recovery is what one check after a restart saw.
 type recovery struct {
-	leases     []service.Info
 	material   vaulttest.Material
 	checks     int // individual invariants evaluated
 	violations []string
@@ -92,7 +91,7 @@ func (r *recovery) check(ok bool, format string, args ...any) {
 // bootStart is when the vaultd that now serves was started. checkRecovered
 // updates g.seen.
 func checkRecovered(g *ledger, leases []service.Info, keyDir string, bootStart time.Time) *recovery {
-	r := &recovery{leases: leases}
+	r := &recovery{}
 	mat, err := vaulttest.ReadMaterial(keyDir)
 	r.material = mat
 	r.check(err == nil, "key directory unreadable: %v", err)

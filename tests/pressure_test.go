@@ -29,8 +29,7 @@ type pressure struct {
 	refused                   map[string]int
 	oomKills, limitHits       int64
 	outcome                   string // "refused" (survived, coded refusals) or "oom-killed"
-	recovery                  *recovery
-	opens                     int
+	invariants, opens         int
 	scanned                   int64
 	violations                []string
 	exit                      exitStatus
@@ -162,7 +161,7 @@ func runPressure(t *testing.T) pressure {
 	// Restart outside the cgroup: the crash invariants and the maps.
 	dr := &driver{t: t, rng: rand.New(rand.NewPCG(1, 1)), d: d, cut: newCutter(t, d), g: g, st: st, args: d.args, vals: vals}
 	dr.recover()
-	pr.recovery = &recovery{checks: st.invariants}
+	pr.invariants = st.invariants
 	pr.opens = st.opens
 	pr.violations = append(pr.violations, st.violations...)
 	d.stop(syscall.SIGTERM)
@@ -189,7 +188,7 @@ func TestR1CgroupMemoryPressure(t *testing.T) {
 	t.Logf("figures: cgroup v%d: idle footprint %d bytes, limit %d, peak %d; %d grants of %d bytes attempted from 8 connections: %d acknowledged, refused %v; limit hit %d times, oom_kill %d; outcome %s (%v)",
 		pr.version, pr.idle, pr.limit, pr.peak, pr.attemptsTotal, pr.grantBytes, pr.acked, pr.refused, pr.limitHits, pr.oomKills, pr.outcome, pr.exit)
 	t.Logf("figures: after a restart outside the cgroup: %d invariants evaluated, %d live maps opened, %d bytes scanned for 16 values; %d violations",
-		pr.recovery.checks, pr.opens, pr.scanned, len(pr.violations))
+		pr.invariants, pr.opens, pr.scanned, len(pr.violations))
 }
 
 // notProven is R2's check of a vaultd whose RLIMIT_MEMLOCK is below its

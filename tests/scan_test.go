@@ -115,14 +115,13 @@ type treeReport struct {
 	files, bytes int64
 	hits         []hit // outside the allowed files
 	allowedHits  []hit // inside them
-	byFile       map[string]int64
 }
 
 // scanTrees scans every regular file under roots. Files in allowed may
 // hold canaries (the rehydrated result the user asked for); their hits are
 // reported apart. Sockets and other special files hold no bytes.
 func (s *scanner) scanTrees(roots []string, allowed map[string]bool) (treeReport, error) {
-	rep := treeReport{byFile: map[string]int64{}}
+	var rep treeReport
 	for _, root := range roots {
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -145,7 +144,6 @@ func (s *scanner) scanTrees(roots []string, allowed map[string]bool) (treeReport
 			}
 			rep.files++
 			rep.bytes += n
-			rep.byFile[p] = n
 			if allowed[p] {
 				rep.allowedHits = append(rep.allowedHits, hits...)
 			} else {
