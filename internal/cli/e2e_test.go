@@ -3,12 +3,17 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +40,7 @@ func buildBinaries(t *testing.T) (cut, vaultd string) {
 		if binaries.err != nil {
 			return
 		}
+		os.Chmod(binaries.dir, 0o755) // other uids run them too
 		binaries.cut = filepath.Join(binaries.dir, "cut")
 		binaries.vault = filepath.Join(binaries.dir, "vaultd")
 		for pkg, out := range map[string]string{"../../cmd/cut": binaries.cut, "../../cmd/vaultd": binaries.vault} {
@@ -184,3 +190,87 @@ func TestReversibleThroughCLI(t *testing.T) {
 		t.Fatal("vaultd's log holds the canary")
 	}
 }
+
+// TestCutIsUndumpable: at start, cut makes itself undumpable and sets its
+// core limit to zero (it holds projections with owner values in memory).
+// Checked from outside on a cut process blocked in `send` against a target
+// that never answers: run as uid 65534, its /proc files belong to root
+// (PR_SET_DUMPABLE 0) and its core limit reads 0 0.
+func TestCutIsUndumpable(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run cut as another uid")
+	}
+	cut, _ := buildBinaries(t)
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		<-hang
+	}))
+	hits.Store(0)
+	defer srv.Close()
+	defer close(hang)
+
+	dir, err := os.MkdirTemp("", "privacycut-undumpable-") // t.TempDir's parent is 0700: uid 65534 could not enter it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o777)
+	e := &testEnv{dir: dir, vocab: filepath.Join(dir, "vocab.json")}
+	os.WriteFile(e.vocab, []byte(testVocab), 0o644)
+	proj := filepath.Join(dir, "p.json")
+	os.WriteFile(proj, []byte(projection(okRecord)), 0o644)
+	plan := filepath.Join(dir, "plan.json")
+	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	pi := exec.Command(cut, "plan", "init", "--vocab", e.vocab, "--consumer", "model:m", "--purpose", "p",
+		"--target", srv.URL+"/", "-o", plan, proj)
+	pi.Env = env
+	if out, err := pi.CombinedOutput(); err != nil {
+		t.Fatalf("plan init: %v %s", err, out)
+	}
+	for _, f := range []string{plan, filepath.Join(dir, ".local")} {
+		filepath.Walk(f, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, 65534, 65534) })
+	}
+	cmd := exec.Command(cut, "send", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess",
+		"--quarantine", filepath.Join(dir, "q.json"), proj)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		// Wait until the request reaches the target: cut is then past its
+		// start-up and blocked in the POST.
+		if b, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "wchan")); len(b) > 0 && hits.Load() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cut did not reach the target:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling another process's progress
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join("/proc", itoa(pid), "status"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid != 0 {
+		t.Errorf("/proc/%d/status belongs to uid %d: cut (running as 65534) is dumpable", pid, st.Uid)
+	}
+	limits, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "limits"))
+	_ = e
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`Max core file size\s+0\s+0\s`).Match(limits) {
+		t.Errorf("core limit is not 0 0:\n%s", limits)
+	}
+}
+
+var hits atomic.Int64
+
+func itoa(n int) string { return strconv.Itoa(n) }
