@@ -122,9 +122,9 @@ func TestR3NoVacuousSkips(t *testing.T) {
 			}
 		}
 	}
-	if ref {
+	if ref && !t.Failed() {
 		t.Logf("figures: reference machine kind; %d suites, %d facility probes, all present: no suite may skip", len(names), len(probes))
-	} else {
+	} else if !ref {
 		t.Logf("not the reference machine kind (missing %v): %d facility requirements will skip, each naming its facility", missing, skipping)
 	}
 }
