@@ -375,7 +375,7 @@ func TestK5KeyStoreLoss(t *testing.T) {
 // (launchAfterCrash): Badger v4.9.6 fails to open a state directory holding
 // a 0-byte memtable file — what a SIGKILL between the file's creation and
 // its truncation leaves — and opens it on the next attempt
-// (dgraph-io/badger#2207). The crash loops met it about once in 400
+// (dgraph-io/badger#2207). The crash loops met it 3 times in about 1700
 // restarts. This test plants the file and checks that vaultd's first start
 // fails in exactly that way, that the repeated start serves, and that every
 // lease is intact. When the defect is fixed the first start succeeds: the
