@@ -41,7 +41,7 @@ var suiteFacilities = map[string][]string{
 	"TestK5KeyStoreLoss":            nil,
 	"TestTestHooksOnlyInTestBuilds": nil,
 	"TestR3NoVacuousSkips":          nil,
-	"TestKnownDefectBadger2207":     nil,
+	"TestEmptyMemtableAfterCrash":   nil,
 }
 
 // probe is the outcome of checking one facility.

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -95,7 +94,7 @@ func (d *daemon) start() {
 
 // tryStart is start returning the failure.
 func (d *daemon) tryStart() error {
-	ready, err := d.launchAfterCrash()
+	ready, err := d.launch()
 	if err != nil {
 		return err
 	}
@@ -108,44 +107,6 @@ func (d *daemon) tryStart() error {
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("vaultd did not serve within 30s\n%s", d.log())
 	}
-}
-
-// badger2207 counts the starts that failed on Badger's empty-memtable
-// defect and succeeded when repeated (see launchAfterCrash).
-var badger2207 atomic.Int64
-
-// launchAfterCrash is launch, tolerating one known defect of Badger v4.9.6
-// (dgraph-io/badger#2207, fix proposed in #2331): a SIGKILL between the
-// creation of a memtable file and its first truncation leaves a 0-byte
-// .mem file, and the next Open fails with z.NewFile ("Create a new file")
-// after truncating it; the Open after that succeeds. Only that exact case
-// is repeated — a 0-byte .mem file before the start, exit status 1 and
-// Badger's message in the log — and it is counted and logged; any other
-// failure to start is returned to the suite.
-func (d *daemon) launchAfterCrash() (<-chan struct{}, error) {
-	empty, _ := filepath.Glob(filepath.Join(d.state, "*.mem"))
-	var zero []string
-	for _, p := range empty {
-		if fi, err := os.Stat(p); err == nil && fi.Size() == 0 {
-			zero = append(zero, filepath.Base(p))
-		}
-	}
-	ready, err := d.launch()
-	if err != nil || len(zero) == 0 {
-		return ready, err
-	}
-	select {
-	case <-ready:
-		return ready, nil
-	case <-d.exited:
-	}
-	log := d.log()
-	if statusOf(d.waitErr).code != 1 || !bytes.Contains(log, []byte("while opening memtables")) || !bytes.Contains(log, []byte("Create a new file")) {
-		return ready, nil // the caller sees the exit
-	}
-	badger2207.Add(1)
-	d.t.Logf("known defect dgraph-io/badger#2207: the start after a crash failed on the empty memtable file(s) %v; starting again", zero)
-	return d.launch()
 }
 
 // launch starts vaultd and returns a channel closed when it serves; d.exited
