@@ -47,6 +47,13 @@
 //     attempt to lower it and tracebacks print by-value arguments of every
 //     goroutine. Unknown values fail closed.
 //
+// Test-only builds: the build tag diagdump leaves the process dumpable
+// with its parent's core limit (for the core-scan acceptance test) and does
+// not count those items against the profile; faultinject can make Prove
+// report accepted without a locked arena (VAULTD_FAULT=profile-without-arena)
+// so that the suites can show they catch it. Release builds contain neither,
+// which tests/ checks.
+//
 // Not guaranteed:
 //
 //   - Protection from root or CAP_SYS_PTRACE: they can still read a

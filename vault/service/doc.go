@@ -132,6 +132,13 @@
 //     /proc/pid/mem), against the kernel, or against a vault binary built
 //     with the crashpoints tag.
 //
+// Test-only builds: with the build tag faultinject the service can be
+// made to misbehave on purpose (VAULTD_FAULT: recovery-keeps-keys,
+// log-values, heap-copy) so that the acceptance suites can show they catch
+// it; with crashpoints it can SIGKILL itself at named points. Neither is in
+// a release build, and tests/ checks that the release binaries hold none of
+// their names.
+//
 // The caller's duties: apply harden.Apply after Open and before Prove;
 // check the output schema against the plan's output_schema_digest before
 // Rehydrate (the vault does not know the plan); treat Rehydrate's output
