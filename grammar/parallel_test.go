@@ -104,3 +104,32 @@ func TestSpaceIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestStrsetModes: duplicate keys do not push a set into whole-key hashing,
+// keys sharing a sketch beyond the bound do, and lookups agree either way.
+func TestStrsetModes(t *testing.T) {
+	var dups [][]byte
+	for i := 0; i < 20; i++ {
+		dups = append(dups, []byte("v1.0.0"), []byte("golang.org/x/net"))
+	}
+	if s := newStrset(dups, true); s.full || s.len() != 2 || !s.has([]byte("v1.0.0")) || s.has([]byte("v1.0.1")) {
+		t.Fatalf("duplicates: full=%v len=%d", s.full, s.len())
+	}
+	// Same length, same first, middle and last eight bytes: one sketch.
+	var same [][]byte
+	for _, c := range "abcdefghij" {
+		same = append(same, []byte("0123456789abcdef"+string(c)+"----------------0123456789abcdef"))
+	}
+	s := newStrset(same, false)
+	if !s.full {
+		t.Fatal("ten keys sharing a sketch did not switch to whole-key hashing")
+	}
+	for i, k := range same {
+		if s.lookup(k) != int32(i) {
+			t.Fatalf("lookup of key %d", i)
+		}
+	}
+	if s.has([]byte("0123456789abcdefz----------------0123456789abcdef")) {
+		t.Fatal("absent key found")
+	}
+}

@@ -32,8 +32,8 @@ type strset struct {
 	mask   uint64
 	seed   uint64
 	full   bool     // hash whole keys with xxhash
-	slots  []uint64 // top 32 bits of the hash | key number+1; 0 marks an empty slot
-	data   []byte   // [len uint16][bytes] per key
+	slots  []uint64 // top 32 bits of the hash | key offset+1 in data; 0 marks an empty slot
+	data   []byte   // [len uint16][number uint32][bytes] per key: one cache line holds all a probe reads
 	filter []uint64 // filterBits bits, or nil
 	small  [][]byte // non-nil for sets of at most smallSet keys
 	index  []uint32 // key number → offset into data
@@ -54,8 +54,15 @@ func newStrset(keys [][]byte, withFilter bool) *strset {
 	var seed [8]byte
 	rand.Read(seed[:])
 	s := &strset{mask: uint64(n - 1), slots: make([]uint64, n), seed: binary.LittleEndian.Uint64(seed[:]) | 1}
+	// Count distinct keys per sketch (a key listed twice, such as a version
+	// of several modules in the all-items set, shares nothing with itself).
 	share := map[uint64]int{}
+	seen := make(map[string]struct{}, len(keys))
 	for _, k := range keys {
+		if _, dup := seen[string(k)]; dup {
+			continue
+		}
+		seen[string(k)] = struct{}{}
 		h := sketch(k, s.seed)
 		share[h]++
 		if share[h] > maxSketchShare {
@@ -105,7 +112,7 @@ func (s *strset) hash(k []byte) uint64 {
 
 func (s *strset) key(off uint32) []byte {
 	n := uint32(binary.LittleEndian.Uint16(s.data[off:]))
-	return s.data[off+2 : off+2+n : off+2+n]
+	return s.data[off+6 : off+6+n : off+6+n]
 }
 
 func (s *strset) filterHas(h uint64) bool {
@@ -125,9 +132,10 @@ func (s *strset) insert(k []byte) {
 		if sl == 0 {
 			off := uint32(len(s.data))
 			s.data = binary.LittleEndian.AppendUint16(s.data, uint16(len(k)))
+			s.data = binary.LittleEndian.AppendUint32(s.data, uint32(len(s.index)))
 			s.data = append(s.data, k...)
 			s.index = append(s.index, off)
-			s.slots[i] = tag | uint64(len(s.index))
+			s.slots[i] = tag | uint64(off+1)
 			if s.filter != nil {
 				a, b := h&(filterBits-1), (h>>18)&(filterBits-1)
 				s.filter[a>>6] |= 1 << (a & 63)
@@ -135,7 +143,7 @@ func (s *strset) insert(k []byte) {
 			}
 			return
 		}
-		if sl&^0xffffffff == tag && string(s.key(s.index[uint32(sl)-1])) == string(k) {
+		if sl&^0xffffffff == tag && string(s.key(uint32(sl)-1)) == string(k) {
 			return
 		}
 	}
@@ -162,11 +170,10 @@ func (s *strset) lookup(k []byte) int32 {
 			return -1
 		}
 		if sl&^0xffffffff == tag {
-			num := uint32(sl) - 1
-			off := s.index[num]
+			off := int(uint32(sl) - 1)
 			n := int(binary.LittleEndian.Uint16(s.data[off:]))
-			if n == len(k) && string(s.data[off+2:int(off)+2+n]) == string(k) {
-				return int32(num)
+			if n == len(k) && string(s.data[off+6:off+6+n]) == string(k) {
+				return int32(binary.LittleEndian.Uint32(s.data[off+2:]))
 			}
 		}
 	}
