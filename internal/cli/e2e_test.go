@@ -85,8 +85,28 @@ func TestDemo(t *testing.T) {
 type vaultdProc struct {
 	cmd  *exec.Cmd
 	sock string
-	log  bytes.Buffer
+	log  lockedBuffer
 }
+
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}
+
+func (l *lockedBuffer) String() string { return string(l.Bytes()) }
 
 func startVaultd(t *testing.T, vaultd, dir string) *vaultdProc {
 	t.Helper()
