@@ -209,20 +209,28 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	}
 
 	// Build the export and the candidate digest in one pass.
+	// Each part's candidate text is assembled unescaped (tokens need no
+	// escaping), then escaped into the export in one bulk pass.
 	exp := newExportWriter(in.Doc)
 	next := 0
+	var cand []byte
 	for pi := range in.Doc.Parts {
 		text := in.Doc.Parts[pi].Text
 		exp.beginPart(pi)
+		if need := len(text) + len(text)/4; cap(cand) < need {
+			cand = make([]byte, 0, need)
+		}
+		cand = cand[:0]
 		prev := 0
 		for next < len(refs) && int(refs[next].part) == pi {
 			r := refs[next]
-			exp.text(text[prev:r.off])
-			exp.text([]byte(tokens[r.pair]))
+			cand = append(cand, text[prev:r.off]...)
+			cand = append(cand, tokens[r.pair]...)
 			prev = int(r.off + r.n)
 			next++
 		}
-		exp.text(text[prev:])
+		cand = append(cand, text[prev:]...)
+		exp.text(cand)
 		exp.endPart()
 	}
 	out.Export = exp.finish()

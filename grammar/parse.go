@@ -140,7 +140,7 @@ func (p *Parser) Owners(text []byte) ([]Span, Stats, []Refusal) {
 }
 
 // parallelMin is the smallest text split across CPUs.
-const parallelMin = 4 << 20
+const parallelMin = 1 << 20
 
 // parallel parses text in chunks split at record boundaries, one goroutine
 // per CPU, and merges stats, owner spans and refusals in text order.
