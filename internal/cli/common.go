@@ -116,7 +116,7 @@ func (c *Cmd) load(vocabPath, planPath, keyPath, projPath string) (*inputs, []gr
 func (c *Cmd) refusedCut(asJSON bool, err error) error {
 	var re *censor.RefusedError
 	if !errors.As(err, &re) {
-		return c.vaultRefusal(asJSON, err) // a refusal of the vault's, or an operational error
+		return c.vaultError(asJSON, err) // a refusal of the vault's, or an operational error
 	}
 	if re.Field != "" {
 		c.errorf("%s: plan field %s does not hold", c.name, re.Field)

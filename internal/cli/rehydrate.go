@@ -80,10 +80,11 @@ func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 	return c.printRehydrated(doc, *asJSON, *out)
 }
 
+// dialVault connects to the vault named by --vault or $PRIVACYCUT_VAULT.
 func (c *Cmd) dialVault(flagValue string) (*api.Client, error) {
 	sock := c.vaultSocket(flagValue)
 	if sock == "" {
-		return nil, errNoVault
+		return nil, usagef("%v", errNoVault)
 	}
 	cl, err := api.Dial(sock)
 	if err != nil {
@@ -112,11 +113,11 @@ func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseReco
 	}
 	st, err := cl.Status(ctx)
 	if err != nil {
-		return nil, c.vaultRefusal(asJSON, err)
+		return nil, c.vaultError(asJSON, err)
 	}
 	sealedKey, err := service.SealEvidenceKey(st.SealKey, key)
 	if err != nil {
-		return nil, c.vaultRefusal(asJSON, err)
+		return nil, c.vaultError(asJSON, err)
 	}
 	res, err := cl.Rehydrate(ctx, service.RehydrateRequest{
 		Lease:            rec.Lease,

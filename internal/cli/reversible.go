@@ -23,15 +23,6 @@ func (c *Cmd) vaultSocket(flagValue string) string {
 	return c.Getenv("PRIVACYCUT_VAULT")
 }
 
-// vaultRefusal prints the refusal of a vault operation that carries a code
-// (exit 3) or returns the error as is (exit 1).
-func (c *Cmd) vaultRefusal(asJSON bool, err error) error {
-	if code := service.CodeOf(err); code != "" {
-		return c.refuse(asJSON, []grammar.Refusal{{Code: code, Part: -1, Kind: "vault"}}, nil)
-	}
-	return err
-}
-
 // vaultSource is the token source of a reversible cut: the distinct
 // (category, value) pairs are sealed to the vault's key on this side, only
 // ciphertext crosses the socket, and the vault issues the tokens in a fresh
@@ -65,9 +56,8 @@ func (v *vaultSource) Issue(ctx context.Context, sourceDigest string, pairs []ce
 	return res.Tokens, nil
 }
 
-// errNoVault is an operational error: a reversible cut was asked for without
-// a vault to hold its map.
-var errNoVault = errors.New("a reversible cut needs vaultd: pass --vault SOCK or set PRIVACYCUT_VAULT")
+// errNoVault: a vault operation was asked for without a vault socket.
+var errNoVault = errors.New("no vault socket: pass --vault SOCK or set PRIVACYCUT_VAULT")
 
 // reversibleSource connects to the vault and checks its profile: without an
 // accepted profile a reversible cut is refused (VAULT_PROFILE_NOT_PROVEN) and
@@ -87,7 +77,7 @@ func (c *Cmd) reversibleSource(ctx context.Context, f *prepareFlags, in *inputs)
 	st, err := cl.Status(ctx)
 	if err != nil {
 		cl.Close()
-		return nil, nil, c.vaultRefusal(f.asJSON, err)
+		return nil, nil, c.vaultError(f.asJSON, err)
 	}
 	if st.Profile.Profile != harden.Accepted {
 		cl.Close()
@@ -111,7 +101,7 @@ func (c *Cmd) reversibleSource(ctx context.Context, f *prepareFlags, in *inputs)
 			return nil
 		}
 		if err := cl.Bind(ctx, src.lease, p.seal.EventID, p.out.CandidateDigest, p.out.ExportDigest, p.out.Export); err != nil {
-			return c.vaultRefusal(f.asJSON, err)
+			return c.vaultError(f.asJSON, err)
 		}
 		return nil
 	}

@@ -41,16 +41,12 @@ func (c *Cmd) vaultFlagSet(name string) (*flag.FlagSet, vaultFlags) {
 }
 
 // dial connects to the vault named by --vault.
-func (c *Cmd) dial(f vaultFlags) (*api.Client, error) {
-	if *f.sock == "" {
-		return nil, usagef("no vault socket: pass --vault SOCK or set PRIVACYCUT_VAULT")
-	}
-	return api.Dial(*f.sock)
-}
+func (c *Cmd) dial(f vaultFlags) (*api.Client, error) { return c.dialVault(*f.sock) }
 
 // vaultError turns a vault error into the command's result: a refusal code
-// prints the refusal document of SPEC §12 and exits 3; anything else is an
-// operational error (exit 1).
+// prints the refusal document of SPEC §12 (part -1, kind "vault") and exits
+// 3; anything else is an operational error (exit 1). Every command that talks
+// to the vault reports its errors through it.
 func (c *Cmd) vaultError(asJSON bool, err error) error {
 	code := service.CodeOf(err)
 	if code == "" {
