@@ -209,6 +209,23 @@ func TestReversibleThroughCLI(t *testing.T) {
 	if bytes.Contains(v.log.Bytes(), []byte(canary)) {
 		t.Fatal("vaultd's log holds the canary")
 	}
+	// A plan whose remote deadline and return window outlive the vault's
+	// longest lease (2h here) is refused before any token is issued.
+	long := filepath.Join(dir, "plan-long.json")
+	if code, _, errb := run("plan", "init", "--vocab", vocab, "--consumer", "model:e2e", "--purpose", "dependency-triage",
+		"--target", model.URL+"/v1/honest", "--mode", "reversible", "--schema", schema, "--remote-deadline", "3h", "-o", long, proj); code != 0 {
+		t.Fatalf("plan init: %d %s", code, errb)
+	}
+	code, out, errb = run("prepare", "--vocab", vocab, "--plan", long, "--json", proj)
+	if code != 3 || !bytes.Contains(out, []byte(`"code":"LEASE_DURABILITY_INSUFFICIENT"`)) {
+		t.Fatalf("durability: exit %d\n%s\n%s", code, out, errb)
+	}
+	// Without a vault a reversible cut is refused, never cut another way.
+	env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	code, out, _ = run("prepare", "--vocab", vocab, "--plan", plan, "--json", proj)
+	if code != 3 || !bytes.Contains(out, []byte(`"code":"VAULT_PROFILE_NOT_PROVEN"`)) {
+		t.Fatalf("no vault: exit %d\n%s", code, out)
+	}
 }
 
 // TestCutIsUndumpable: at start, cut makes itself undumpable and sets its
