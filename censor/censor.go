@@ -211,13 +211,19 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	// Build the export and the candidate digest in one pass.
 	// Each part's candidate text is assembled unescaped (tokens need no
 	// escaping), then escaped into the export in one bulk pass.
-	exp := newExportWriter(in.Doc)
+	// Both buffers are sized exactly up front: growing a multi-megabyte
+	// slice costs a copy and fresh page faults.
+	grow := make([]int, len(in.Doc.Parts)) // candidate length minus text length
+	for _, r := range refs {
+		grow[r.part] += len(tokens[r.pair]) - int(r.n)
+	}
+	exp := newExportWriter(in.Doc, grow)
 	next := 0
 	var cand []byte
 	for pi := range in.Doc.Parts {
 		text := in.Doc.Parts[pi].Text
 		exp.beginPart(pi)
-		if need := len(text) + len(text)/4; cap(cand) < need {
+		if need := len(text) + grow[pi]; cap(cand) < need {
 			cand = make([]byte, 0, need)
 		}
 		cand = cand[:0]

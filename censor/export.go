@@ -1,6 +1,7 @@
 package censor
 
 import (
+	"bytes"
 	"hash"
 
 	"github.com/privacycut/privacycut/grammar"
@@ -22,14 +23,25 @@ type exportWriter struct {
 	start int
 }
 
-func newExportWriter(doc *grammar.Document) *exportWriter {
+// newExportWriter sizes the export for doc's parts, each part's candidate
+// text being grow[i] bytes longer than its source text. The size is a
+// capacity, not a promise (append still grows a short buffer), but it is
+// exact enough that a large export is written without reallocation:
+// escaping lengthens only '"', '\\' and control bytes (accepted text holds
+// no control byte but '\n'), and tokens hold none of them.
+func newExportWriter(doc *grammar.Document, grow []int) *exportWriter {
 	n := 64
-	for _, p := range doc.Parts {
-		n += len(p.Text) + len(p.Text)/16 + 64
+	for i, p := range doc.Parts {
+		n += 64 + 6*(len(p.Key)+len(p.Kind)) + len(p.Text) + grow[i] + escapes(p.Text)
 	}
 	w := &exportWriter{doc: doc, buf: make([]byte, 0, n)}
 	w.buf = append(w.buf, `{"parts":[`...)
 	return w
+}
+
+// escapes counts the bytes that escaping text adds for '"', '\\' and '\n'.
+func escapes(text []byte) int {
+	return bytes.Count(text, []byte{'"'}) + bytes.Count(text, []byte{'\\'}) + bytes.Count(text, []byte{'\n'})
 }
 
 func (w *exportWriter) beginPart(i int) {

@@ -140,8 +140,11 @@ func (c *Client) CreateLease(ctx context.Context, req service.CreateRequest) (se
 		LifetimeS:          int64(req.Lifetime / time.Second),
 		EphemeralPublicKey: req.Values.Ephemeral[:], RecipientPublicKey: req.Values.Recipient[:],
 	}
-	for _, v := range req.Values.Values {
-		pr.Values = append(pr.Values, &vaultpb.SealedValue{Category: v.Category, Ciphertext: v.Ciphertext})
+	pr.Values = make([]*vaultpb.SealedValue, len(req.Values.Values))
+	vals := make([]vaultpb.SealedValue, len(req.Values.Values))
+	for i, v := range req.Values.Values {
+		vals[i].Category, vals[i].Ciphertext = v.Category, v.Ciphertext
+		pr.Values[i] = &vals[i]
 	}
 	r, err := c.c.CreateLease(ctx, pr)
 	if err != nil {

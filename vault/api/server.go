@@ -229,8 +229,9 @@ func (s *handler) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseReque
 			Recipient: [seal.KeySize]byte(req.RecipientPublicKey),
 		},
 	}
-	for _, v := range req.Values {
-		cr.Values.Values = append(cr.Values.Values, seal.Value{Category: v.Category, Ciphertext: v.Ciphertext})
+	cr.Values.Values = make([]seal.Value, len(req.Values))
+	for i, v := range req.Values {
+		cr.Values.Values[i] = seal.Value{Category: v.Category, Ciphertext: v.Ciphertext}
 	}
 	res, err := s.v.CreateLease(ctx, principal(ctx), cr)
 	if err != nil {

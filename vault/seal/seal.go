@@ -129,6 +129,7 @@ func Seal(recipient [KeySize]byte, pairs []Pair) (Request, error) {
 	if err != nil {
 		return Request{}, &Error{Op: op, Index: -1, Err: err}
 	}
+	size := 0
 	for i, p := range pairs {
 		if len(p.Value) > MaxValueLen || len(p.Category) == 0 || len(p.Category) > MaxCategoryLen {
 			return Request{}, &Error{Code: receipts.LimitExceeded, Op: op, Index: i, Err: ErrLimit}
@@ -136,8 +137,19 @@ func Seal(recipient [KeySize]byte, pairs []Pair) (Request, error) {
 		if len(p.Value) == 0 {
 			return Request{}, &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrEmpty}
 		}
-		ct := aead.Seal(nil, nonce(i), p.Value, AAD(p.Category, i))
-		req.Values = append(req.Values, Value{Category: p.Category, Ciphertext: ct})
+		size += len(p.Value) + aead.Overhead()
+	}
+	// Every ciphertext is cut from one slab, and the nonce and associated
+	// data are rebuilt in place: sealing ten thousand values allocates
+	// twice, not forty thousand times.
+	slab := make([]byte, 0, size)
+	req.Values = make([]Value, len(pairs))
+	var nb [chacha20poly1305.NonceSize]byte
+	ad := make([]byte, 0, len(aadPrefix)+MaxCategoryLen+10)
+	for i, p := range pairs {
+		start := len(slab)
+		slab = aead.Seal(slab, putNonce(&nb, i), p.Value, appendAAD(ad[:0], p.Category, i))
+		req.Values[i] = Value{Category: p.Category, Ciphertext: slab[start:len(slab):len(slab)]}
 	}
 	return req, nil
 }
@@ -149,16 +161,20 @@ func info(eph, recipient [KeySize]byte) []byte {
 	return append(b, recipient[:]...)
 }
 
-func nonce(i int) []byte {
-	n := make([]byte, chacha20poly1305.NonceSize)
+// putNonce writes the nonce of value i (i as 12 bytes, big-endian) to n.
+func putNonce(n *[chacha20poly1305.NonceSize]byte, i int) []byte {
+	binary.BigEndian.PutUint32(n[:4], 0)
 	binary.BigEndian.PutUint64(n[4:], uint64(i))
-	return n
+	return n[:]
 }
 
 // AAD is the associated data of value i: "privacycut/seal/v1/value" ‖ 0x00 ‖
 // category ‖ 0x00 ‖ i (8 bytes, big-endian).
 func AAD(category string, i int) []byte {
-	b := make([]byte, 0, len(aadPrefix)+len(category)+10)
+	return appendAAD(make([]byte, 0, len(aadPrefix)+len(category)+10), category, i)
+}
+
+func appendAAD(b []byte, category string, i int) []byte {
 	b = append(b, aadPrefix...)
 	b = append(b, 0)
 	b = append(b, category...)
@@ -254,6 +270,8 @@ func (k *KeyPair) Open(a *arena.Arena, req Request) ([]*arena.Secret, error) {
 		if err != nil {
 			return err
 		}
+		var nb [chacha20poly1305.NonceSize]byte
+		ad := make([]byte, 0, len(aadPrefix)+MaxCategoryLen+10)
 		for i, v := range req.Values {
 			if len(v.Category) == 0 || len(v.Category) > MaxCategoryLen ||
 				len(v.Ciphertext) > MaxValueLen+aead.Overhead() {
@@ -262,7 +280,7 @@ func (k *KeyPair) Open(a *arena.Arena, req Request) ([]*arena.Secret, error) {
 			if len(v.Ciphertext) <= aead.Overhead() {
 				return &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrAuth}
 			}
-			s, err := a.Open(aead, nonce(i), v.Ciphertext, AAD(v.Category, i))
+			s, err := a.Open(aead, putNonce(&nb, i), v.Ciphertext, appendAAD(ad[:0], v.Category, i))
 			if errors.Is(err, arena.ErrAuth) {
 				return &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrAuth}
 			}

@@ -182,21 +182,42 @@ func (v *Vault) issue(ns string, meta []seal.Value, values []*arena.Secret) ([]s
 		return nil, nil, err
 	}
 	defer scrub(h)
-	tokens := make([]string, len(values))
-	seen := map[string]bool{}
-	var entries []entry
+	// tokenMAC's frames (the message, the hash's block buffer) sit at the
+	// same depths on every call, so one scrub after the last token clears
+	// what any of them left.
+	defer scrubStack()
+	msgMax := 0
 	for i, s := range values {
-		cat := meta[i].Category
-		idx, _ := categoryIndex(cat)
-		mac, err := tokenMAC(v.arena, h, cat, s)
-		if err != nil {
-			return nil, nil, err
+		msgMax = max(msgMax, msgLen(meta[i].Category, s.Len()))
+	}
+	// One arena scratch buffer holds each message in turn; it is wiped
+	// (zeroed and freed) once the lease's tokens are issued.
+	scratch, err := v.arena.Alloc(max(msgMax, 1))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer scratch.Wipe()
+	tokens := make([]string, len(values))
+	seen := make(map[string]bool, len(values))
+	entries := make([]entry, 0, len(values))
+	err = scratch.Fill(func(msg []byte) error {
+		for i, s := range values {
+			cat := meta[i].Category
+			idx, _ := categoryIndex(cat)
+			mac, err := tokenMAC(msg, h, cat, s)
+			if err != nil {
+				return err
+			}
+			tokens[i] = Token(ns, cat, mac)
+			if !seen[tokens[i]] {
+				seen[tokens[i]] = true
+				entries = append(entries, entry{cat: idx, mac: mac, value: s})
+			}
 		}
-		tokens[i] = Token(ns, cat, mac)
-		if !seen[tokens[i]] {
-			seen[tokens[i]] = true
-			entries = append(entries, entry{cat: idx, mac: mac, value: s})
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	m, err := buildMap(v.arena, entries)
 	if err != nil {

@@ -71,46 +71,41 @@ type entry struct {
 	value *arena.Secret
 }
 
+// msgLen is the length of the message tokenMAC hashes for a value of n
+// bytes in category.
+func msgLen(category string, n int) int { return len(tokenDomain) + 1 + len(category) + 1 + n }
+
 // tokenMAC computes the mac of DESIGN.md "Tokens": the first 100 bits of
 // HMAC-SHA256(nskey, "privacycut/token/v1" 0x00 category 0x00 value), as 20
-// lower-case base32 characters. The message is assembled in an arena
-// scratch buffer and hashed in one Write, so SHA-256 reads whole blocks
-// straight from the arena; only the final partial block is buffered inside
-// the hash state, which scrub then overwrites.
-func tokenMAC(a *arena.Arena, h hash.Hash, category string, value *arena.Secret) (string, error) {
-	n := len(tokenDomain) + 1 + len(category) + 1 + value.Len()
-	msg, err := a.Alloc(n)
-	if err != nil {
-		return "", err
+// lower-case base32 characters. The message is assembled in scratch, the
+// caller's arena buffer of at least msgLen bytes (revealed for writing),
+// and hashed in one Write, so SHA-256 reads whole blocks straight from the
+// arena; only the final partial block is buffered inside the hash state,
+// which scrub then overwrites. The message is left in scratch for the
+// caller to wipe.
+func tokenMAC(scratch []byte, h hash.Hash, category string, value *arena.Secret) (string, error) {
+	n := msgLen(category, value.Len())
+	if n > len(scratch) {
+		return "", &Error{Code: receipts.LimitExceeded, Op: "create", Field: "values"}
 	}
-	defer msg.Wipe()
-	err = msg.Fill(func(dst []byte) error {
-		i := copy(dst, tokenDomain)
-		dst[i] = 0
-		i++
-		i += copy(dst[i:], category)
-		dst[i] = 0
-		i++
-		return value.Reveal(func(v []byte) error {
-			copy(dst[i:], v)
-			return nil
-		})
-	})
-	if err != nil {
+	msg := scratch[:n]
+	i := copy(msg, tokenDomain)
+	msg[i] = 0
+	i++
+	i += copy(msg[i:], category)
+	msg[i] = 0
+	i++
+	if err := value.Reveal(func(v []byte) error {
+		copy(msg[i:], v)
+		return nil
+	}); err != nil {
 		return "", err
 	}
 	var sum [sha256.Size]byte
-	err = msg.Reveal(func(b []byte) error {
-		h.Reset()
-		h.Write(b)
-		h.Sum(sum[:0])
-		return nil
-	})
+	h.Reset()
+	h.Write(msg)
+	h.Sum(sum[:0])
 	scrub(h)
-	scrubStack()
-	if err != nil {
-		return "", err
-	}
 	return b32.EncodeToString(sum[:13])[:macLen], nil
 }
 

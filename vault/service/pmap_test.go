@@ -36,7 +36,14 @@ func TestTokenMACKnownAnswer(t *testing.T) {
 	} {
 		v, _ := a.Alloc(len(tc.value))
 		v.Fill(func(d []byte) error { copy(d, tc.value); return nil })
-		got, err := tokenMAC(a, h, tc.cat, v)
+		scratch, _ := a.Alloc(msgLen(tc.cat, len(tc.value)))
+		var got string
+		err := scratch.Fill(func(msg []byte) error {
+			var err error
+			got, err = tokenMAC(msg, h, tc.cat, v)
+			return err
+		})
+		scratch.Wipe()
 		v.Wipe()
 		if err != nil {
 			t.Fatal(err)
