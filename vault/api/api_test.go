@@ -485,3 +485,46 @@ func TestDecodeProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestSealKeyCache: Seal reuses the key of the client's last Status; after
+// the vault restarts (a new key pair) CreateLease refuses the stale seal
+// (ErrStaleKey) and the next Seal fetches the new key.
+func TestSealKeyCache(t *testing.T) {
+	d := t.TempDir()
+	f1 := startIn(t, d, ServerOptions{})
+	c, err := Dial(f1.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	old, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f1.c.Close()
+	f1.srv.Stop()
+	f1.v.Close()
+	f2 := startIn(t, d, ServerOptions{})
+	if mustStatus(t, f2).SealKey == old.SealKey {
+		t.Fatal("a restarted vault kept its seal key")
+	}
+	create := func() error {
+		sealed, err := c.Seal(ctx, canaries(2, 4))
+		if err != nil {
+			t.Fatalf("Seal: %v", err)
+		}
+		if sealed.Recipient != old.SealKey && sealed.Recipient != mustStatus(t, f2).SealKey {
+			t.Fatal("sealed to a key no vault published")
+		}
+		_, err = c.CreateLease(ctx, service.CreateRequest{Run: "r", Attempt: 1, Target: "https://model.example/v1",
+			Purpose: "p", SourceDigest: hexDigest("hmac-sha256:"), RemoteDeadlineS: 60, ReturnWindowS: 60,
+			Lifetime: 30 * time.Minute, Values: sealed})
+		return err
+	}
+	if err := create(); !errors.Is(err, service.ErrStaleKey) {
+		t.Fatalf("CreateLease sealed to the old boot's key: %v, want ErrStaleKey", err)
+	}
+	if err := create(); err != nil {
+		t.Fatalf("CreateLease after the key was fetched again: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/privacycut/privacycut/lease"
@@ -27,6 +28,9 @@ import (
 type Client struct {
 	conn *grpc.ClientConn
 	c    vaultpb.VaultClient
+
+	mu      sync.Mutex
+	sealKey [seal.KeySize]byte // the last public key Status returned, zero when none
 }
 
 // Dial connects to the vault's unix socket. The connection is lazy: an
@@ -106,20 +110,32 @@ func (c *Client) Status(ctx context.Context) (service.Status, error) {
 	for k, n := range r.Leases {
 		st.Leases[k] = int(n)
 	}
+	c.mu.Lock()
+	c.sealKey = st.SealKey
+	c.mu.Unlock()
 	return st, nil
 }
 
-// Seal fetches the vault's public key and seals the pairs to it: the
-// client-side half of CreateLease (package vault/seal).
+// Seal seals the pairs to the vault's public key: the client-side half of
+// CreateLease (package vault/seal). The key is the one the client's last
+// Status call returned, or is fetched now if there is none; a key gone
+// stale (the vault restarted) makes CreateLease fail, and the next Seal
+// fetches the key again.
 func (c *Client) Seal(ctx context.Context, pairs []seal.Pair) (seal.Request, error) {
-	st, err := c.Status(ctx)
-	if err != nil {
-		return seal.Request{}, err
+	c.mu.Lock()
+	key := c.sealKey
+	c.mu.Unlock()
+	if key == [seal.KeySize]byte{} {
+		st, err := c.Status(ctx)
+		if err != nil {
+			return seal.Request{}, err
+		}
+		key = st.SealKey
 	}
-	if st.SealKey == [seal.KeySize]byte{} {
+	if key == [seal.KeySize]byte{} {
 		return seal.Request{}, &service.Error{Code: receipts.VaultProfileNotProven, Op: "seal"}
 	}
-	req, err := seal.Seal(st.SealKey, pairs)
+	req, err := seal.Seal(key, pairs)
 	if err != nil {
 		var se *seal.Error
 		if errors.As(err, &se) && se.Code != "" {
@@ -148,7 +164,13 @@ func (c *Client) CreateLease(ctx context.Context, req service.CreateRequest) (se
 	}
 	r, err := c.c.CreateLease(ctx, pr)
 	if err != nil {
-		return service.CreateResult{}, fromStatus(op, err)
+		err = fromStatus(op, err)
+		if errors.Is(err, service.ErrStaleKey) {
+			c.mu.Lock()
+			c.sealKey = [seal.KeySize]byte{}
+			c.mu.Unlock()
+		}
+		return service.CreateResult{}, err
 	}
 	l, err := decodeLease(op, r.LeaseJson)
 	if err != nil {
