@@ -133,6 +133,19 @@ func parse(data []byte, maxBytes int64, maxDepth int) (*Value, error) {
 		return nil, newSyntaxError(data, MalformedRecord, 0, 3, reasonBOM)
 	}
 	p := parser{data: data, maxDepth: maxDepth}
+	st := stackPool.Get().(*stacks)
+	p.vals, p.mems = st.vals, st.mems
+	defer func() {
+		// The stacks are empty after a parse (each array and object
+		// clears what it pops), except on an error; they go back to the
+		// pool zeroed, so the pool never holds a pointer into a document.
+		clear(p.vals)
+		clear(p.mems)
+		if cap(p.vals) <= maxPooledStack && cap(p.mems) <= maxPooledStack {
+			st.vals, st.mems = p.vals[:0], p.mems[:0]
+			stackPool.Put(st)
+		}
+	}()
 	root := new(Value)
 	i := p.skipSpace(0)
 	var err error
@@ -145,6 +158,20 @@ func parse(data []byte, maxBytes int64, maxDepth int) (*Value, error) {
 	}
 	return root, nil
 }
+
+// stacks are a parser's element and member stacks, kept between parses:
+// a large document's longest array or object grows them once, not on
+// every parse.
+type stacks struct {
+	vals []Value
+	mems []Member
+}
+
+var stackPool = sync.Pool{New: func() any { return new(stacks) }}
+
+// maxPooledStack bounds the stacks kept in the pool (in elements; about
+// 16 MiB of members).
+const maxPooledStack = 1 << 17
 
 // parser holds the state of one Parse call.
 type parser struct {
