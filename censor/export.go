@@ -83,7 +83,7 @@ func (w *exportWriter) candidateDigest(k *receipts.EvidenceKey) string {
 		tmp = appendString(tmp[:0], []byte(p.Kind))
 		h.Write(tmp)
 		write(h, `,"text":"`)
-		h.Write(w.buf[w.spans[i][0]:w.spans[i][1]])
+		receipts.WriteChunked(h, w.buf[w.spans[i][0]:w.spans[i][1]])
 		write(h, `"}`)
 	}
 	write(h, `],"schema":"Candidate@1"}`)

@@ -19,8 +19,29 @@ const (
 
 // SHA256 returns "sha256:" and the lower-case hex SHA-256 of b.
 func SHA256(b []byte) string {
-	sum := sha256.Sum256(b)
-	return FormatSHA256(sum[:])
+	if len(b) <= hashChunk {
+		sum := sha256.Sum256(b)
+		return FormatSHA256(sum[:])
+	}
+	h := sha256.New()
+	WriteChunked(h, b)
+	return FormatSHA256(h.Sum(nil))
+}
+
+// hashChunk bounds one Write to a hash. SHA-256's assembly has no
+// preemption point: hashing 16 MiB in one call holds its CPU for about
+// 10 ms, and a garbage collection that needs that goroutine's stack
+// meanwhile spins and signals on the other CPU until it returns.
+const hashChunk = 64 << 10
+
+// WriteChunked writes b to h in pieces of at most 64 KiB, so that hashing
+// a large buffer stays preemptible. The digest is that of one Write.
+func WriteChunked(h hash.Hash, b []byte) {
+	for len(b) > hashChunk {
+		h.Write(b[:hashChunk])
+		b = b[hashChunk:]
+	}
+	h.Write(b)
 }
 
 // NewSHA256 returns a SHA-256 hash whose Sum, given to FormatSHA256, is the

@@ -1,6 +1,10 @@
 package receipts
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -106,5 +110,27 @@ func TestDocExampleDigest(t *testing.T) {
 	const want = "sha256:567338d5aca5fe54c109265927dca0960de4df2025155d6e2928a0351b009575"
 	if got := SHA256(c); got != want {
 		t.Errorf("digest of the doc example = %s, want %s", got, want)
+	}
+}
+
+// TestChunkedDigests: the chunked writes of SHA256 and HMAC give the
+// digests of a single write, at and around the chunk boundary.
+func TestChunkedDigests(t *testing.T) {
+	key, _ := NewEvidenceKey(bytes.Repeat([]byte{7}, 32))
+	buf := make([]byte, 3*hashChunk+5)
+	for i := range buf {
+		buf[i] = byte(i * 31)
+	}
+	for _, n := range []int{0, 1, hashChunk - 1, hashChunk, hashChunk + 1, 2 * hashChunk, len(buf)} {
+		b := buf[:n]
+		sum := sha256.Sum256(b)
+		if got, want := SHA256(b), "sha256:"+hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("SHA256 of %d bytes = %s, want %s", n, got, want)
+		}
+		m := hmac.New(sha256.New, bytes.Repeat([]byte{7}, 32))
+		m.Write(b)
+		if got, want := key.HMAC(b), "hmac-sha256:"+hex.EncodeToString(m.Sum(nil)); got != want {
+			t.Errorf("HMAC of %d bytes = %s, want %s", n, got, want)
+		}
 	}
 }

@@ -85,7 +85,7 @@ func (k EvidenceKey) HMAC(b []byte) string {
 	var sum []byte
 	if !k.use(func(key []byte) {
 		m := hmac.New(sha256.New, key)
-		m.Write(b)
+		WriteChunked(m, b)
 		sum = m.Sum(nil)
 	}) {
 		panic(ErrKeyWiped)
@@ -118,7 +118,7 @@ func (k EvidenceKey) HMACCanonical(v any) (string, error) {
 	var sum []byte
 	if !k.use(func(key []byte) {
 		m := hmac.New(sha256.New, key)
-		m.Write(b)
+		WriteChunked(m, b)
 		sum = m.Sum(nil)
 	}) {
 		return "", ErrKeyWiped
