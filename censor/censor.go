@@ -195,7 +195,22 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	}
 	out.Stats, out.Label, out.Pairs = res.Stats, res.Label, len(pairs)
 
-	tokens, err := src.Issue(ctx, out.SourceDigest, pairs)
+	// The tokens are asked for on another goroutine (from a vault, a round
+	// trip and a durable write) while the text around the owner values is
+	// escaped into a template; the export is then the template with each
+	// token put in its gap.
+	type issued struct {
+		tokens []string
+		err    error
+	}
+	ich := make(chan issued, 1)
+	go func() {
+		t, err := src.Issue(ctx, out.SourceDigest, pairs)
+		ich <- issued{t, err}
+	}()
+	tm := newTemplate(in.Doc, refs)
+	is := <-ich
+	tokens, err := is.tokens, is.err
 	if err != nil {
 		return nil, fmt.Errorf("censor: token source: %w", err)
 	}
@@ -207,39 +222,8 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 			return nil, errors.New("censor: token source returned a token outside [A-Za-z0-9._:-]")
 		}
 	}
-
-	// Build the export and the candidate digest in one pass.
-	// Each part's candidate text is assembled unescaped (tokens need no
-	// escaping), then escaped into the export in one bulk pass.
-	// Both buffers are sized exactly up front: growing a multi-megabyte
-	// slice costs a copy and fresh page faults.
-	grow := make([]int, len(in.Doc.Parts)) // candidate length minus text length
-	for _, r := range refs {
-		grow[r.part] += len(tokens[r.pair]) - int(r.n)
-	}
-	exp := newExportWriter(in.Doc, grow)
-	next := 0
-	var cand []byte
-	for pi := range in.Doc.Parts {
-		text := in.Doc.Parts[pi].Text
-		exp.beginPart(pi)
-		if need := len(text) + grow[pi]; cap(cand) < need {
-			cand = make([]byte, 0, need)
-		}
-		cand = cand[:0]
-		prev := 0
-		for next < len(refs) && int(refs[next].part) == pi {
-			r := refs[next]
-			cand = append(cand, text[prev:r.off]...)
-			cand = append(cand, tokens[r.pair]...)
-			prev = int(r.off + r.n)
-			next++
-		}
-		cand = append(cand, text[prev:]...)
-		exp.text(cand)
-		exp.endPart()
-	}
-	out.Export = exp.finish()
+	exp := tm.fill(refs, tokens)
+	out.Export = exp.buf
 	// The export's plain digest and the candidate's keyed one, on two CPUs.
 	done := make(chan string, 1)
 	go func() { done <- receipts.SHA256(out.Export) }()

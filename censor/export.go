@@ -1,7 +1,6 @@
 package censor
 
 import (
-	"bytes"
 	"hash"
 
 	"github.com/privacycut/privacycut/grammar"
@@ -23,25 +22,63 @@ type exportWriter struct {
 	start int
 }
 
-// newExportWriter sizes the export for doc's parts, each part's candidate
-// text being grow[i] bytes longer than its source text. The size is a
-// capacity, not a promise (append still grows a short buffer), but it is
-// exact enough that a large export is written without reallocation:
-// escaping lengthens only '"', '\\' and control bytes (accepted text holds
-// no control byte but '\n'), and tokens hold none of them.
-func newExportWriter(doc *grammar.Document, grow []int) *exportWriter {
-	n := 64
-	for i, p := range doc.Parts {
-		n += 64 + 6*(len(p.Key)+len(p.Kind)) + len(p.Text) + grow[i] + escapes(p.Text)
-	}
-	w := &exportWriter{doc: doc, buf: make([]byte, 0, n)}
-	w.buf = append(w.buf, `{"parts":[`...)
-	return w
+// template is every part's text escaped for the export, with the owner
+// values cut out: gaps[j] is where the token of refs[j] goes. Tokens need no
+// escaping (tokenSafe), so the export is the template with the tokens put
+// in their gaps, and its size is known once the tokens are.
+type template struct {
+	doc   *grammar.Document
+	buf   []byte
+	parts [][2]int // each part's escaped text within buf
+	gaps  []int
 }
 
-// escapes counts the bytes that escaping text adds for '"', '\\' and '\n'.
-func escapes(text []byte) int {
-	return bytes.Count(text, []byte{'"'}) + bytes.Count(text, []byte{'\\'}) + bytes.Count(text, []byte{'\n'})
+func newTemplate(doc *grammar.Document, refs []ownerRef) *template {
+	n := 0
+	for _, p := range doc.Parts {
+		n += len(p.Text) + len(p.Text)/8
+	}
+	t := &template{doc: doc, buf: make([]byte, 0, n), parts: make([][2]int, len(doc.Parts)), gaps: make([]int, len(refs))}
+	next := 0
+	for pi, p := range doc.Parts {
+		start, prev := len(t.buf), 0
+		for ; next < len(refs) && int(refs[next].part) == pi; next++ {
+			r := refs[next]
+			t.buf = appendEscaped(t.buf, p.Text[prev:r.off])
+			t.gaps[next] = len(t.buf)
+			prev = int(r.off + r.n)
+		}
+		t.buf = appendEscaped(t.buf, p.Text[prev:])
+		t.parts[pi] = [2]int{start, len(t.buf)}
+	}
+	return t
+}
+
+// fill writes the export: the template with tokens[refs[j].pair] in gap j.
+func (t *template) fill(refs []ownerRef, tokens []string) *exportWriter {
+	n := len(`{"parts":[],"profile":"closed-diagnostic@1"}`) + len(t.buf)
+	for _, p := range t.doc.Parts {
+		n += len(`,{"kind":"","text":""}`) + 6*len(p.Kind)
+	}
+	for _, r := range refs {
+		n += len(tokens[r.pair])
+	}
+	w := &exportWriter{doc: t.doc, buf: make([]byte, 0, n)}
+	w.buf = append(w.buf, `{"parts":[`...)
+	next := 0
+	for pi := range t.doc.Parts {
+		w.beginPart(pi)
+		from, end := t.parts[pi][0], t.parts[pi][1]
+		for ; next < len(refs) && int(refs[next].part) == pi; next++ {
+			w.buf = append(w.buf, t.buf[from:t.gaps[next]]...)
+			w.buf = append(w.buf, tokens[refs[next].pair]...)
+			from = t.gaps[next]
+		}
+		w.buf = append(w.buf, t.buf[from:end]...)
+		w.endPart()
+	}
+	w.buf = append(w.buf, `],"profile":"closed-diagnostic@1"}`...)
+	return w
 }
 
 func (w *exportWriter) beginPart(i int) {
@@ -54,16 +91,9 @@ func (w *exportWriter) beginPart(i int) {
 	w.start = len(w.buf)
 }
 
-func (w *exportWriter) text(b []byte) { w.buf = appendEscaped(w.buf, b) }
-
 func (w *exportWriter) endPart() {
 	w.spans = append(w.spans, [2]int{w.start, len(w.buf)})
 	w.buf = append(w.buf, `"}`...)
-}
-
-func (w *exportWriter) finish() []byte {
-	w.buf = append(w.buf, `],"profile":"closed-diagnostic@1"}`...)
-	return w.buf
 }
 
 // candidateDigest is H({"schema":"Candidate@1","parts":[{"kind","key","text"}…]}).
