@@ -153,14 +153,8 @@ func (c *Client) CreateLease(ctx context.Context, req service.CreateRequest) (se
 		Run: req.Run, Attempt: req.Attempt, Target: req.Target, Purpose: req.Purpose,
 		SourceDigest: req.SourceDigest, Station: req.Station,
 		RemoteDeadlineS: req.RemoteDeadlineS, ReturnWindowS: req.ReturnWindowS,
-		LifetimeS:          int64(req.Lifetime / time.Second),
-		EphemeralPublicKey: req.Values.Ephemeral[:], RecipientPublicKey: req.Values.Recipient[:],
-	}
-	pr.Values = make([]*vaultpb.SealedValue, len(req.Values.Values))
-	vals := make([]vaultpb.SealedValue, len(req.Values.Values))
-	for i, v := range req.Values.Values {
-		vals[i].Category, vals[i].Ciphertext = v.Category, v.Ciphertext
-		pr.Values[i] = &vals[i]
+		LifetimeS: int64(req.Lifetime / time.Second),
+		Values:    sealedToWire(req.Values),
 	}
 	r, err := c.c.CreateLease(ctx, pr)
 	if err != nil {

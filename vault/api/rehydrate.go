@@ -109,19 +109,16 @@ func rehydrateRequest(h *vaultpb.RehydrateHeader, ret []byte) (service.Rehydrate
 	if err != nil {
 		return service.RehydrateRequest{}, bad("cut_expiry")
 	}
-	if len(h.EvidenceEphemeralPublicKey) != seal.KeySize || len(h.EvidenceRecipientPublicKey) != seal.KeySize || h.EvidenceKey == nil {
-		return service.RehydrateRequest{}, bad("evidence_key")
+	ek, err := sealedFromWire(op, "evidence_key", h.EvidenceKey)
+	if err != nil {
+		return service.RehydrateRequest{}, err
 	}
 	return service.RehydrateRequest{
 		Lease:  h.LeaseId,
 		Claim:  service.ClaimRequest{Run: h.Run, Attempt: h.Attempt, Station: h.Station, ReturnDigest: h.ReturnDigest},
 		Schema: h.Schema, Return: ret, CutExpiry: exp, Retention: h.Retention,
 		PolicyRevision: h.PolicyRevision, VerifierRevision: h.VerifierRevision, LabelDigest: h.LabelDigest,
-		EvidenceKey: seal.Request{
-			Ephemeral: [seal.KeySize]byte(h.EvidenceEphemeralPublicKey),
-			Recipient: [seal.KeySize]byte(h.EvidenceRecipientPublicKey),
-			Values:    []seal.Value{{Category: h.EvidenceKey.Category, Ciphertext: h.EvidenceKey.Ciphertext}},
-		},
+		EvidenceKey: ek,
 	}, nil
 }
 
@@ -153,7 +150,7 @@ func (c *Client) SealEvidenceKey(ctx context.Context, key *receipts.EvidenceKey)
 // is lost: nothing can rehydrate the return again.
 func (c *Client) Rehydrate(ctx context.Context, req service.RehydrateRequest) (service.RehydrateResult, error) {
 	const op = "rehydrate"
-	if len(req.EvidenceKey.Values) != 1 {
+	if req.EvidenceKey.Len() != 1 {
 		return service.RehydrateResult{}, &service.Error{Op: op, Field: "evidence_key", Err: service.ErrInvalid}
 	}
 	if req.CutExpiry.IsZero() {
@@ -171,8 +168,7 @@ func (c *Client) Rehydrate(ctx context.Context, req service.RehydrateRequest) (s
 		ReturnDigest: req.Claim.ReturnDigest, ReturnSize: uint64(len(req.Return)), Schema: req.Schema,
 		CutExpiry: req.CutExpiry.UTC().Format(time.RFC3339Nano), Retention: req.Retention,
 		PolicyRevision: req.PolicyRevision, VerifierRevision: req.VerifierRevision, LabelDigest: req.LabelDigest,
-		EvidenceEphemeralPublicKey: ev.Ephemeral[:], EvidenceRecipientPublicKey: ev.Recipient[:],
-		EvidenceKey: &vaultpb.SealedValue{Category: ev.Values[0].Category, Ciphertext: ev.Values[0].Ciphertext},
+		EvidenceKey: sealedToWire(ev),
 	}
 	// Send the return in pieces; a send error means the server ended the
 	// call, whose status Recv reports.

@@ -264,8 +264,7 @@ func TestRehydrateStreamChecks(t *testing.T) {
 			ReturnDigest: req.Claim.ReturnDigest, ReturnSize: size, Schema: req.Schema,
 			CutExpiry: req.CutExpiry.Format(time.RFC3339Nano), Retention: req.Retention,
 			PolicyRevision: "p", VerifierRevision: "v", LabelDigest: req.LabelDigest,
-			EvidenceEphemeralPublicKey: ev.Ephemeral[:], EvidenceRecipientPublicKey: ev.Recipient[:],
-			EvidenceKey: &vaultpb.SealedValue{Category: ev.Values[0].Category, Ciphertext: ev.Values[0].Ciphertext}}
+			EvidenceKey: sealedToWire(ev)}
 	}
 	tests := []struct {
 		name  string

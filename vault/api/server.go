@@ -213,8 +213,9 @@ func (s *handler) Status(ctx context.Context, _ *vaultpb.StatusRequest) (*vaultp
 // CreateLease implements the CreateLease call.
 func (s *handler) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseRequest) (*vaultpb.CreateLeaseReply, error) {
 	const op = "create"
-	if len(req.EphemeralPublicKey) != seal.KeySize || len(req.RecipientPublicKey) != seal.KeySize {
-		return nil, toStatus(op, &service.Error{Op: op, Field: "public_key", Err: service.ErrInvalid})
+	values, err := sealedFromWire(op, "values", req.Values)
+	if err != nil {
+		return nil, toStatus(op, err)
 	}
 	if req.LifetimeS < 0 || req.LifetimeS > int64(1<<62)/int64(time.Second) {
 		return nil, toStatus(op, &service.Error{Op: op, Field: "lifetime_s", Err: service.ErrInvalid})
@@ -224,14 +225,7 @@ func (s *handler) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseReque
 		SourceDigest: req.SourceDigest, Station: req.Station,
 		RemoteDeadlineS: req.RemoteDeadlineS, ReturnWindowS: req.ReturnWindowS,
 		Lifetime: time.Duration(req.LifetimeS) * time.Second,
-		Values: seal.Request{
-			Ephemeral: [seal.KeySize]byte(req.EphemeralPublicKey),
-			Recipient: [seal.KeySize]byte(req.RecipientPublicKey),
-		},
-	}
-	cr.Values.Values = make([]seal.Value, len(req.Values))
-	for i, v := range req.Values {
-		cr.Values.Values[i] = seal.Value{Category: v.Category, Ciphertext: v.Ciphertext}
+		Values:   values,
 	}
 	res, err := s.v.CreateLease(ctx, principal(ctx), cr)
 	if err != nil {

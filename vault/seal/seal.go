@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/privacycut/privacycut/receipts"
@@ -32,8 +33,11 @@ const (
 )
 
 const (
-	infoPrefix = "privacycut/seal/v1"
-	aadPrefix  = "privacycut/seal/v1/value"
+	infoPrefix = "privacycut/seal/v2"
+	aadPrefix  = "privacycut/seal/v2/values"
+	// MaxCategories bounds the distinct categories of one request (a
+	// category index is one byte).
+	MaxCategories = 256
 )
 
 // Pair is one plaintext (category, value) pair on the client side.
@@ -42,17 +46,27 @@ type Pair struct {
 	Value    []byte
 }
 
-// Value is one sealed value: its category in clear and its ciphertext.
-type Value struct {
-	Category   string
-	Ciphertext []byte
+// Request is a set of values sealed as one message for one recipient key.
+// Only Sealed is secret; the categories and lengths travel in clear and are
+// bound to it as associated data.
+type Request struct {
+	Ephemeral  [KeySize]byte // the client's ephemeral X25519 public key
+	Recipient  [KeySize]byte // the vault public key the values are sealed to
+	Categories []string      // the distinct categories, in order of first use
+	Index      []byte        // Index[i] is value i's category, an index into Categories
+	Lengths    []uint32      // Lengths[i] is value i's length in bytes
+	Sealed     []byte        // the values, concatenated in order, sealed as one message
 }
 
-// Request is a set of sealed values for one recipient key.
-type Request struct {
-	Ephemeral [KeySize]byte // the client's ephemeral X25519 public key
-	Recipient [KeySize]byte // the vault public key the values are sealed to
-	Values    []Value
+// Len returns the number of values.
+func (r *Request) Len() int { return len(r.Index) }
+
+// Category returns value i's category ("" if its index is out of range).
+func (r *Request) Category(i int) string {
+	if i < 0 || i >= len(r.Index) || int(r.Index[i]) >= len(r.Categories) {
+		return ""
+	}
+	return r.Categories[r.Index[i]]
 }
 
 // Error is the package's error type: an operation, the index of the value
@@ -80,30 +94,52 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Sentinels.
 var (
-	// ErrAuth: a value failed authentication (wrong key, altered
-	// ciphertext, category or position). Code MALFORMED_RECORD.
-	ErrAuth = errors.New("value failed authentication")
+	// ErrAuth: the sealed values failed authentication (wrong key, or
+	// altered ciphertext, categories, order or lengths). Code
+	// MALFORMED_RECORD.
+	ErrAuth = errors.New("values failed authentication")
 	// ErrKey: an invalid public key (low order, or the wrong recipient).
 	ErrKey = errors.New("invalid or foreign public key")
 	// ErrEmpty: an empty value (owner values are never empty). Code
 	// MALFORMED_RECORD.
 	ErrEmpty = errors.New("empty value")
-	// ErrLimit: too many values, or a value or category too long. Code
-	// LIMIT_EXCEEDED.
+	// ErrLimit: too many values or categories, a value or category too
+	// long, or lengths that do not add up to the sealed message. Code
+	// LIMIT_EXCEEDED, or MALFORMED_RECORD for inconsistent lengths.
 	ErrLimit = errors.New("request over limits")
 )
 
-// Seal seals every pair to the vault's public key recipient: a fresh
-// ephemeral X25519 key, a shared secret, HKDF-SHA256 with info
-// "privacycut/seal/v1" ‖ ephemeral public ‖ recipient public, and
-// ChaCha20-Poly1305 per value with nonce = index (12 bytes, big-endian)
-// and associated data "privacycut/seal/v1/value" ‖ 0x00 ‖ category ‖ 0x00 ‖
-// index (8 bytes, big-endian). It runs on the client (cut) side, whose
-// plaintext is in its own heap anyway.
+// Seal seals the pairs, in order, to the vault's public key recipient: a
+// fresh ephemeral X25519 key, a shared secret, HKDF-SHA256 with info
+// "privacycut/seal/v2" ‖ ephemeral public ‖ recipient public, and one
+// ChaCha20-Poly1305 message — the values concatenated — under an all-zero
+// nonce (the key is used once: every request draws a new ephemeral key)
+// with the associated data of AAD. It runs on the client (cut) side,
+// whose plaintext is in its own heap anyway.
 func Seal(recipient [KeySize]byte, pairs []Pair) (Request, error) {
 	const op = "seal"
 	if len(pairs) > MaxValues {
 		return Request{}, &Error{Code: receipts.LimitExceeded, Op: op, Index: -1, Err: ErrLimit}
+	}
+	req := Request{Recipient: recipient, Index: make([]byte, len(pairs)), Lengths: make([]uint32, len(pairs))}
+	size := 0
+	for i, p := range pairs {
+		if len(p.Value) > MaxValueLen || len(p.Category) == 0 || len(p.Category) > MaxCategoryLen {
+			return Request{}, &Error{Code: receipts.LimitExceeded, Op: op, Index: i, Err: ErrLimit}
+		}
+		if len(p.Value) == 0 {
+			return Request{}, &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrEmpty}
+		}
+		ci := slices.Index(req.Categories, p.Category)
+		if ci < 0 {
+			if len(req.Categories) == MaxCategories {
+				return Request{}, &Error{Code: receipts.LimitExceeded, Op: op, Index: i, Err: ErrLimit}
+			}
+			ci = len(req.Categories)
+			req.Categories = append(req.Categories, p.Category)
+		}
+		req.Index[i], req.Lengths[i] = byte(ci), uint32(len(p.Value))
+		size += len(p.Value)
 	}
 	curve := ecdh.X25519()
 	eph, err := curve.GenerateKey(rand.Reader)
@@ -118,7 +154,7 @@ func Seal(recipient [KeySize]byte, pairs []Pair) (Request, error) {
 	if err != nil {
 		return Request{}, &Error{Op: op, Index: -1, Err: ErrKey}
 	}
-	req := Request{Ephemeral: [KeySize]byte(eph.PublicKey().Bytes()), Recipient: recipient}
+	req.Ephemeral = [KeySize]byte(eph.PublicKey().Bytes())
 	key := make([]byte, chacha20poly1305.KeySize)
 	if _, err := io.ReadFull(hkdf.New(sha256.New, shared, nil, info(req.Ephemeral, recipient)), key); err != nil {
 		return Request{}, &Error{Op: op, Index: -1, Err: err}
@@ -129,30 +165,16 @@ func Seal(recipient [KeySize]byte, pairs []Pair) (Request, error) {
 	if err != nil {
 		return Request{}, &Error{Op: op, Index: -1, Err: err}
 	}
-	size := 0
-	for i, p := range pairs {
-		if len(p.Value) > MaxValueLen || len(p.Category) == 0 || len(p.Category) > MaxCategoryLen {
-			return Request{}, &Error{Code: receipts.LimitExceeded, Op: op, Index: i, Err: ErrLimit}
-		}
-		if len(p.Value) == 0 {
-			return Request{}, &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrEmpty}
-		}
-		size += len(p.Value) + aead.Overhead()
+	plain := make([]byte, 0, size)
+	for _, p := range pairs {
+		plain = append(plain, p.Value...)
 	}
-	// Every ciphertext is cut from one slab, and the nonce and associated
-	// data are rebuilt in place: sealing ten thousand values allocates
-	// twice, not forty thousand times.
-	slab := make([]byte, 0, size)
-	req.Values = make([]Value, len(pairs))
-	var nb [chacha20poly1305.NonceSize]byte
-	ad := make([]byte, 0, len(aadPrefix)+MaxCategoryLen+10)
-	for i, p := range pairs {
-		start := len(slab)
-		slab = aead.Seal(slab, putNonce(&nb, i), p.Value, appendAAD(ad[:0], p.Category, i))
-		req.Values[i] = Value{Category: p.Category, Ciphertext: slab[start:len(slab):len(slab)]}
-	}
+	req.Sealed = aead.Seal(make([]byte, 0, size+aead.Overhead()), zeroNonce[:], plain, AAD(&req))
+	clear(plain)
 	return req, nil
 }
+
+var zeroNonce [chacha20poly1305.NonceSize]byte
 
 func info(eph, recipient [KeySize]byte) []byte {
 	b := make([]byte, 0, len(infoPrefix)+2*KeySize)
@@ -161,25 +183,64 @@ func info(eph, recipient [KeySize]byte) []byte {
 	return append(b, recipient[:]...)
 }
 
-// putNonce writes the nonce of value i (i as 12 bytes, big-endian) to n.
-func putNonce(n *[chacha20poly1305.NonceSize]byte, i int) []byte {
-	binary.BigEndian.PutUint32(n[:4], 0)
-	binary.BigEndian.PutUint64(n[4:], uint64(i))
-	return n[:]
-}
-
-// AAD is the associated data of value i: "privacycut/seal/v1/value" ‖ 0x00 ‖
-// category ‖ 0x00 ‖ i (8 bytes, big-endian).
-func AAD(category string, i int) []byte {
-	return appendAAD(make([]byte, 0, len(aadPrefix)+len(category)+10), category, i)
-}
-
-func appendAAD(b []byte, category string, i int) []byte {
+// AAD is the associated data of a request: "privacycut/seal/v2/values" ‖
+// 0x00 ‖ the number of values (4 bytes, big-endian) ‖ the number of
+// categories (2 bytes) ‖ each category as its length (1 byte) and bytes ‖
+// each value's category index (1 byte) and length (4 bytes). It binds
+// every value's category, position and length to the sealed message.
+func AAD(r *Request) []byte {
+	n := len(aadPrefix) + 1 + 4 + 2 + 5*len(r.Index)
+	for _, c := range r.Categories {
+		n += 1 + len(c)
+	}
+	b := make([]byte, 0, n)
 	b = append(b, aadPrefix...)
 	b = append(b, 0)
-	b = append(b, category...)
-	b = append(b, 0)
-	return binary.BigEndian.AppendUint64(b, uint64(i))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Index)))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(r.Categories)))
+	for _, c := range r.Categories {
+		b = append(b, byte(len(c)))
+		b = append(b, c...)
+	}
+	for i, ci := range r.Index {
+		b = append(b, ci)
+		b = binary.BigEndian.AppendUint32(b, r.Lengths[i])
+	}
+	return b
+}
+
+// check validates the clear part of a request: counts, categories and
+// lengths, which must add up to the sealed message.
+func (r *Request) check(overhead int) error {
+	const op = "open"
+	if len(r.Index) > MaxValues || len(r.Categories) > MaxCategories {
+		return &Error{Code: receipts.LimitExceeded, Op: op, Index: -1, Err: ErrLimit}
+	}
+	if len(r.Lengths) != len(r.Index) {
+		return &Error{Code: receipts.MalformedRecord, Op: op, Index: -1, Err: ErrLimit}
+	}
+	for _, c := range r.Categories {
+		if len(c) == 0 || len(c) > MaxCategoryLen {
+			return &Error{Code: receipts.LimitExceeded, Op: op, Index: -1, Err: ErrLimit}
+		}
+	}
+	total := 0
+	for i, ci := range r.Index {
+		n := r.Lengths[i]
+		switch {
+		case int(ci) >= len(r.Categories):
+			return &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrLimit}
+		case n == 0:
+			return &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrEmpty}
+		case n > MaxValueLen:
+			return &Error{Code: receipts.LimitExceeded, Op: op, Index: i, Err: ErrLimit}
+		}
+		total += int(n)
+	}
+	if len(r.Sealed) != total+overhead {
+		return &Error{Code: receipts.MalformedRecord, Op: op, Index: -1, Err: ErrAuth}
+	}
+	return nil
 }
 
 // KeyPair is the vault's X25519 key pair. The private key lives in the
@@ -219,17 +280,20 @@ func (k *KeyPair) Public() [KeySize]byte { return k.pub }
 // Close wipes the private key.
 func (k *KeyPair) Close() { k.priv.Wipe() }
 
-// Open opens every value of req straight into the arena, in request order.
-// The per-request key is derived into the arena too. On any failure every
-// secret already opened is wiped and nil is returned; the error names the
-// value's index only. The caller wipes the returned secrets.
-func (k *KeyPair) Open(a *arena.Arena, req Request) ([]*arena.Secret, error) {
+// Open opens the values of req straight into one new arena secret holding
+// them concatenated in request order (value i is at the sum of
+// req.Lengths[:i]); a request of no values opens to nil after its tag is
+// checked. The per-request key is derived into the arena too.
+// Categories, order and lengths are authenticated with the values; on any
+// failure nothing is left in the arena and nil is returned. The caller
+// wipes the secret.
+func (k *KeyPair) Open(a *arena.Arena, req Request) (*arena.Secret, error) {
 	const op = "open"
 	if req.Recipient != k.pub {
 		return nil, &Error{Op: op, Index: -1, Err: ErrKey}
 	}
-	if len(req.Values) > MaxValues {
-		return nil, &Error{Code: receipts.LimitExceeded, Op: op, Index: -1, Err: ErrLimit}
+	if err := req.check(chacha20poly1305.Overhead); err != nil {
+		return nil, err
 	}
 	key, err := a.Alloc(chacha20poly1305.KeySize)
 	if err != nil {
@@ -258,41 +322,28 @@ func (k *KeyPair) Open(a *arena.Arena, req Request) ([]*arena.Secret, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*arena.Secret, 0, len(req.Values))
-	fail := func(err error) ([]*arena.Secret, error) {
-		for _, s := range out {
-			s.Wipe()
-		}
-		return nil, err
-	}
+	var out *arena.Secret
 	err = key.Reveal(func(kb []byte) error {
 		aead, err := chacha20poly1305.New(kb)
 		if err != nil {
 			return err
 		}
-		var nb [chacha20poly1305.NonceSize]byte
-		ad := make([]byte, 0, len(aadPrefix)+MaxCategoryLen+10)
-		for i, v := range req.Values {
-			if len(v.Category) == 0 || len(v.Category) > MaxCategoryLen ||
-				len(v.Ciphertext) > MaxValueLen+aead.Overhead() {
-				return &Error{Code: receipts.LimitExceeded, Op: op, Index: i, Err: ErrLimit}
+		if req.Len() == 0 {
+			// No values: only the (empty) message's tag to check.
+			if _, err := aead.Open(nil, zeroNonce[:], req.Sealed, AAD(&req)); err != nil {
+				return &Error{Code: receipts.MalformedRecord, Op: op, Index: -1, Err: ErrAuth}
 			}
-			if len(v.Ciphertext) <= aead.Overhead() {
-				return &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrAuth}
-			}
-			s, err := a.Open(aead, putNonce(&nb, i), v.Ciphertext, appendAAD(ad[:0], v.Category, i))
-			if errors.Is(err, arena.ErrAuth) {
-				return &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrAuth}
-			}
-			if err != nil {
-				return err
-			}
-			out = append(out, s)
+			return nil
 		}
-		return nil
+		s, err := a.Open(aead, zeroNonce[:], req.Sealed, AAD(&req))
+		if errors.Is(err, arena.ErrAuth) {
+			return &Error{Code: receipts.MalformedRecord, Op: op, Index: -1, Err: ErrAuth}
+		}
+		out = s
+		return err
 	})
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	return out, nil
 }

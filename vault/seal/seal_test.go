@@ -3,6 +3,7 @@ package seal
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/privacycut/privacycut/receipts"
@@ -38,29 +39,49 @@ func TestSealOpenRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Seal: %v", err)
 	}
-	for i, v := range req.Values {
-		if bytes.Contains(v.Ciphertext, pairs()[i].Value) {
+	for i, p := range pairs() {
+		if bytes.Contains(req.Sealed, p.Value) {
 			t.Errorf("value %d travels in clear", i)
 		}
+		if req.Category(i) != p.Category || int(req.Lengths[i]) != len(p.Value) {
+			t.Errorf("value %d: category %q length %d", i, req.Category(i), req.Lengths[i])
+		}
+	}
+	if len(req.Categories) != 2 {
+		t.Errorf("categories %q, want the two distinct ones", req.Categories)
 	}
 	base := a.Used()
-	secrets, err := kp.Open(a, req)
+	s, err := kp.Open(a, req)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	for i, s := range secrets {
-		if !s.EqualBytes(pairs()[i].Value) {
-			t.Errorf("value %d opened to different bytes", i)
-		}
-		s.Wipe()
+	var want []byte
+	for _, p := range pairs() {
+		want = append(want, p.Value...)
 	}
+	if !s.EqualBytes(want) {
+		t.Error("the values opened to different bytes")
+	}
+	s.Wipe()
 	if a.Used() != base {
 		t.Errorf("arena use %d after wiping, want %d", a.Used(), base)
 	}
 	// Two requests to the same key use different ephemeral keys.
 	req2, _ := Seal(kp.Public(), pairs())
-	if req2.Ephemeral == req.Ephemeral || bytes.Equal(req2.Values[0].Ciphertext, req.Values[0].Ciphertext) {
+	if req2.Ephemeral == req.Ephemeral || bytes.Equal(req2.Sealed, req.Sealed) {
 		t.Errorf("two seals share an ephemeral key or ciphertext")
+	}
+	// No values: nothing to open, but the tag still binds the request.
+	empty, err := Seal(kp.Public(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := kp.Open(a, empty); s != nil || err != nil {
+		t.Errorf("Open of no values: %v, %v", s, err)
+	}
+	empty.Sealed[0] ^= 1
+	if _, err := kp.Open(a, empty); !errors.Is(err, ErrAuth) {
+		t.Errorf("Open of no values with a bad tag: %v", err)
 	}
 }
 
@@ -74,17 +95,30 @@ func TestOpenRefusesTampering(t *testing.T) {
 		name   string
 		mutate func(r *Request)
 		want   error
+		code   receipts.Code
 		index  int
 	}{
-		{"flipped ciphertext bit", func(r *Request) { r.Values[1].Ciphertext[0] ^= 1 }, ErrAuth, 1},
-		{"changed category", func(r *Request) { r.Values[1].Category = "person" }, ErrAuth, 1},
-		{"swapped positions", func(r *Request) { r.Values[0], r.Values[2] = r.Values[2], r.Values[0] }, ErrAuth, 0},
-		{"dropped first value", func(r *Request) { r.Values = r.Values[1:] }, ErrAuth, 0},
-		{"other ephemeral key", func(r *Request) { r.Ephemeral = other.Public() }, ErrAuth, 0},
-		{"foreign recipient", func(r *Request) { r.Recipient = other.Public() }, ErrKey, -1},
-		{"low-order ephemeral key", func(r *Request) { r.Ephemeral = [KeySize]byte{} }, ErrKey, -1},
-		{"truncated ciphertext", func(r *Request) { r.Values[2].Ciphertext = r.Values[2].Ciphertext[:16] }, ErrAuth, 2},
-		{"empty category", func(r *Request) { r.Values[1].Category = "" }, ErrLimit, 1},
+		{"flipped ciphertext bit", func(r *Request) { r.Sealed[3] ^= 1 }, ErrAuth, receipts.MalformedRecord, -1},
+		{"flipped tag bit", func(r *Request) { r.Sealed[len(r.Sealed)-1] ^= 1 }, ErrAuth, receipts.MalformedRecord, -1},
+		{"changed category", func(r *Request) { r.Index[1] = 0 }, ErrAuth, receipts.MalformedRecord, -1},
+		{"renamed category", func(r *Request) { r.Categories[1] = "person" }, ErrAuth, receipts.MalformedRecord, -1},
+		{"swapped positions", func(r *Request) { r.Index[0], r.Index[1] = r.Index[1], r.Index[0] }, ErrAuth, receipts.MalformedRecord, -1},
+		{"moved a boundary", func(r *Request) { r.Lengths[0]--; r.Lengths[1]++ }, ErrAuth, receipts.MalformedRecord, -1},
+		{"dropped the last value", func(r *Request) {
+			n := r.Lengths[2]
+			r.Index, r.Lengths = r.Index[:2], r.Lengths[:2]
+			r.Lengths[1] += n
+		}, ErrAuth, receipts.MalformedRecord, -1},
+		{"lengths do not add up", func(r *Request) { r.Lengths[2]++ }, ErrAuth, receipts.MalformedRecord, -1},
+		{"truncated message", func(r *Request) { r.Sealed = r.Sealed[:16] }, ErrAuth, receipts.MalformedRecord, -1},
+		{"other ephemeral key", func(r *Request) { r.Ephemeral = other.Public() }, ErrAuth, receipts.MalformedRecord, -1},
+		{"foreign recipient", func(r *Request) { r.Recipient = other.Public() }, ErrKey, "", -1},
+		{"low-order ephemeral key", func(r *Request) { r.Ephemeral = [KeySize]byte{} }, ErrKey, "", -1},
+		{"category index out of range", func(r *Request) { r.Index[1] = 9 }, ErrLimit, receipts.MalformedRecord, 1},
+		{"index and lengths differ", func(r *Request) { r.Lengths = r.Lengths[:2] }, ErrLimit, receipts.MalformedRecord, -1},
+		{"empty value", func(r *Request) { r.Lengths[1] = 0 }, ErrEmpty, receipts.MalformedRecord, 1},
+		{"value too long", func(r *Request) { r.Lengths[1] = MaxValueLen + 1 }, ErrLimit, receipts.LimitExceeded, 1},
+		{"empty category", func(r *Request) { r.Categories[1] = "" }, ErrLimit, receipts.LimitExceeded, -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,8 +133,8 @@ func TestOpenRefusesTampering(t *testing.T) {
 				t.Fatalf("Open: %v, want %v", err, tc.want)
 			}
 			var e *Error
-			if !errors.As(err, &e) || e.Index != tc.index {
-				t.Errorf("error index %+v, want %d", e, tc.index)
+			if !errors.As(err, &e) || e.Index != tc.index || e.Code != tc.code {
+				t.Errorf("error %+v, want index %d code %q", e, tc.index, tc.code)
 			}
 			if a.Used() != base {
 				t.Errorf("a refused open left %d bytes in the arena", a.Used()-base)
@@ -122,14 +156,19 @@ func TestLimits(t *testing.T) {
 	for i := range tooMany {
 		tooMany[i] = Pair{"module", []byte("x")}
 	}
+	tooManyCats := make([]Pair, MaxCategories+1)
+	for i := range tooManyCats {
+		tooManyCats[i] = Pair{"c" + strconv.Itoa(i), []byte("x")}
+	}
 	tests := map[string]struct {
 		pairs []Pair
 		code  receipts.Code
 	}{
-		"too many values": {tooMany, receipts.LimitExceeded},
-		"value too long":  {[]Pair{{"module", make([]byte, MaxValueLen+1)}}, receipts.LimitExceeded},
-		"empty value":     {[]Pair{{"module", nil}}, receipts.MalformedRecord},
-		"long category":   {[]Pair{{string(make([]byte, MaxCategoryLen+1)), []byte("v")}}, receipts.LimitExceeded},
+		"too many values":     {tooMany, receipts.LimitExceeded},
+		"too many categories": {tooManyCats, receipts.LimitExceeded},
+		"value too long":      {[]Pair{{"module", make([]byte, MaxValueLen+1)}}, receipts.LimitExceeded},
+		"empty value":         {[]Pair{{"module", nil}}, receipts.MalformedRecord},
+		"long category":       {[]Pair{{string(make([]byte, MaxCategoryLen+1)), []byte("v")}}, receipts.LimitExceeded},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -142,8 +181,9 @@ func TestLimits(t *testing.T) {
 	}
 	// The vault enforces the value count independently of the client.
 	req, _ := Seal(kp.Public(), pairs())
-	for len(req.Values) <= MaxValues {
-		req.Values = append(req.Values, req.Values[0])
+	for len(req.Index) <= MaxValues {
+		req.Index = append(req.Index, req.Index[0])
+		req.Lengths = append(req.Lengths, req.Lengths[0])
 	}
 	if _, err := kp.Open(a, req); !errors.Is(err, ErrLimit) {
 		t.Errorf("Open of too many values: %v", err)

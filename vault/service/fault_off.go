@@ -12,4 +12,4 @@ import (
 func faultKeepKeys() bool { return false }
 
 // faultValues does nothing outside a faultinject build.
-func faultValues(*slog.Logger, []*arena.Secret) {}
+func faultValues(*slog.Logger, *arena.Secret) {}

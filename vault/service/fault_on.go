@@ -33,18 +33,19 @@ var (
 )
 
 // faultValues leaks the opened values as the armed fault says.
-func faultValues(log *slog.Logger, values []*arena.Secret) {
-	for _, s := range values {
-		_ = s.Reveal(func(b []byte) error {
-			switch fault {
-			case "log-values":
-				log.Info("vault: fault log-values", "value", string(b))
-			case "heap-copy":
-				heapMu.Lock()
-				heapCopies = append(heapCopies, append([]byte(nil), b...))
-				heapMu.Unlock()
-			}
-			return nil
-		})
+func faultValues(log *slog.Logger, values *arena.Secret) {
+	if values == nil {
+		return
 	}
+	_ = values.Reveal(func(b []byte) error {
+		switch fault {
+		case "log-values":
+			log.Info("vault: fault log-values", "values", string(b))
+		case "heap-copy":
+			heapMu.Lock()
+			heapCopies = append(heapCopies, append([]byte(nil), b...))
+			heapMu.Unlock()
+		}
+		return nil
+	})
 }

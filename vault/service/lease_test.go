@@ -283,10 +283,10 @@ func TestCreateRefusals(t *testing.T) {
 		code   receipts.Code
 		err    error
 	}{
-		{"prohibited category", func(r *CreateRequest) { r.Values.Values[0].Category = "credential" }, receipts.ProhibitedCategory, nil},
-		{"unknown category", func(r *CreateRequest) { r.Values.Values[0].Category = "email" }, receipts.UnknownCategory, nil},
+		{"prohibited category", func(r *CreateRequest) { r.Values.Categories[0] = "credential" }, receipts.ProhibitedCategory, nil},
+		{"unknown category", func(r *CreateRequest) { r.Values.Categories[0] = "email" }, receipts.UnknownCategory, nil},
 		{"other station", func(r *CreateRequest) { r.Station = "station-b" }, receipts.PlanMismatch, nil},
-		{"tampered value", func(r *CreateRequest) { r.Values.Values[1].Ciphertext[3] ^= 1 }, receipts.MalformedRecord, nil},
+		{"tampered value", func(r *CreateRequest) { r.Values.Sealed[3] ^= 1 }, receipts.MalformedRecord, nil},
 		{"sealed to another vault", func(r *CreateRequest) {
 			st, _ := other.Status()
 			r.Values, _ = seal.Seal(st.SealKey, ps)

@@ -96,11 +96,11 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 	if err != nil {
 		return CreateResult{}, v.fail(op, err)
 	}
-	if len(req.Values.Values) > seal.MaxValues {
+	if req.Values.Len() > seal.MaxValues {
 		return CreateResult{}, &Error{Code: receipts.LimitExceeded, Op: op, Field: "values"}
 	}
-	for _, val := range req.Values.Values {
-		if _, code := categoryIndex(val.Category); code != "" {
+	for _, c := range req.Values.Categories {
+		if _, code := categoryIndex(c); code != "" {
 			return CreateResult{}, &Error{Code: code, Op: op, Field: "values"}
 		}
 	}
@@ -125,17 +125,13 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 		return CreateResult{}, v.fail(op, err)
 	}
 
-	values, err := v.seal.Open(v.arena, req.Values)
+	values, err := v.seal.Open(v.arena, req.Values) // nil for no values
 	if err != nil {
 		return CreateResult{}, v.fail(op, err)
 	}
-	defer func() {
-		for _, s := range values {
-			s.Wipe()
-		}
-	}()
+	defer values.Wipe()
 	faultValues(v.log, values) // a no-op except in a faultinject build (fault_on.go)
-	tokens, m, err := v.issue(l.Namespace, req.Values.Values, values)
+	tokens, m, err := v.issue(l.Namespace, &req.Values, values)
 	if err != nil {
 		return CreateResult{}, v.fail(op, err)
 	}
@@ -171,7 +167,7 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 // issue computes the tokens of the opened values under a fresh namespace
 // key (random, in the arena, wiped on return) and builds the map of the
 // distinct tokens in the arena.
-func (v *Vault) issue(ns string, meta []seal.Value, values []*arena.Secret) ([]string, *arena.Secret, error) {
+func (v *Vault) issue(ns string, req *seal.Request, values *arena.Secret) ([]string, *arena.Secret, error) {
 	nskey, err := v.keys.NewKey()
 	if err != nil {
 		return nil, nil, err
@@ -186,9 +182,10 @@ func (v *Vault) issue(ns string, meta []seal.Value, values []*arena.Secret) ([]s
 	// same depths on every call, so one scrub after the last token clears
 	// what any of them left.
 	defer scrubStack()
+	n := req.Len()
 	msgMax := 0
-	for i, s := range values {
-		msgMax = max(msgMax, msgLen(meta[i].Category, s.Len()))
+	for i := range n {
+		msgMax = max(msgMax, msgLen(req.Category(i), int(req.Lengths[i])))
 	}
 	// One arena scratch buffer holds each message in turn; it is wiped
 	// (zeroed and freed) once the lease's tokens are issued.
@@ -197,29 +194,35 @@ func (v *Vault) issue(ns string, meta []seal.Value, values []*arena.Secret) ([]s
 		return nil, nil, err
 	}
 	defer scratch.Wipe()
-	tokens := make([]string, len(values))
-	seen := make(map[string]bool, len(values))
-	entries := make([]entry, 0, len(values))
-	err = scratch.Fill(func(msg []byte) error {
-		for i, s := range values {
-			cat := meta[i].Category
-			idx, _ := categoryIndex(cat)
-			mac, err := tokenMAC(msg, h, cat, s)
-			if err != nil {
-				return err
-			}
-			tokens[i] = Token(ns, cat, mac)
-			if !seen[tokens[i]] {
-				seen[tokens[i]] = true
-				entries = append(entries, entry{cat: idx, mac: mac, value: s})
-			}
+	tokens := make([]string, n)
+	seen := make(map[string]bool, n)
+	entries := make([]entry, 0, n)
+	if n > 0 {
+		err = scratch.Fill(func(msg []byte) error {
+			return values.Reveal(func(all []byte) error {
+				off := 0
+				for i := range n {
+					cat, vlen := req.Category(i), int(req.Lengths[i])
+					idx, _ := categoryIndex(cat)
+					mac, err := tokenMAC(msg, h, cat, all[off:off+vlen])
+					if err != nil {
+						return err
+					}
+					tokens[i] = Token(ns, cat, mac)
+					if !seen[tokens[i]] {
+						seen[tokens[i]] = true
+						entries = append(entries, entry{cat: idx, mac: mac, off: off, n: vlen})
+					}
+					off += vlen
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return nil, nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
 	}
-	m, err := buildMap(v.arena, entries)
+	m, err := buildMap(v.arena, entries, values)
 	if err != nil {
 		return nil, nil, err
 	}

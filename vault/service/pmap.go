@@ -64,11 +64,12 @@ func Token(namespace, category, mac string) string {
 	return tokenPrefix + namespace + ":" + category + ":" + mac
 }
 
-// entry is one map entry being built: the value stays in its own secret.
+// entry is one map entry being built: its value stays where it was opened,
+// at off and n bytes long in the request's values secret.
 type entry struct {
-	cat   byte
-	mac   string
-	value *arena.Secret
+	cat    byte
+	mac    string
+	off, n int
 }
 
 // msgLen is the length of the message tokenMAC hashes for a value of n
@@ -77,14 +78,15 @@ func msgLen(category string, n int) int { return len(tokenDomain) + 1 + len(cate
 
 // tokenMAC computes the mac of DESIGN.md "Tokens": the first 100 bits of
 // HMAC-SHA256(nskey, "privacycut/token/v1" 0x00 category 0x00 value), as 20
-// lower-case base32 characters. The message is assembled in scratch, the
-// caller's arena buffer of at least msgLen bytes (revealed for writing),
+// lower-case base32 characters. value is a view of arena memory. The
+// message is assembled in scratch, the caller's arena buffer of at least
+// msgLen bytes (revealed for writing),
 // and hashed in one Write, so SHA-256 reads whole blocks straight from the
 // arena; only the final partial block is buffered inside the hash state,
 // which scrub then overwrites. The message is left in scratch for the
 // caller to wipe.
-func tokenMAC(scratch []byte, h hash.Hash, category string, value *arena.Secret) (string, error) {
-	n := msgLen(category, value.Len())
+func tokenMAC(scratch []byte, h hash.Hash, category string, value []byte) (string, error) {
+	n := msgLen(category, len(value))
 	if n > len(scratch) {
 		return "", &Error{Code: receipts.LimitExceeded, Op: "create", Field: "values"}
 	}
@@ -95,12 +97,7 @@ func tokenMAC(scratch []byte, h hash.Hash, category string, value *arena.Secret)
 	i += copy(msg[i:], category)
 	msg[i] = 0
 	i++
-	if err := value.Reveal(func(v []byte) error {
-		copy(msg[i:], v)
-		return nil
-	}); err != nil {
-		return "", err
-	}
+	copy(msg[i:], value)
 	var sum [sha256.Size]byte
 	h.Reset()
 	h.Write(msg)
@@ -147,11 +144,12 @@ func newMAC(nskey *arena.Secret) (hash.Hash, error) {
 }
 
 // buildMap writes the map plaintext of entries into a new arena secret,
-// copying each value arena to arena.
-func buildMap(a *arena.Arena, entries []entry) (*arena.Secret, error) {
+// copying each value arena to arena out of values (the request's opened
+// values, nil when there are none).
+func buildMap(a *arena.Arena, entries []entry, values *arena.Secret) (*arena.Secret, error) {
 	size := len(mapMagic) + 4
 	for _, e := range entries {
-		size += entryHeader + e.value.Len()
+		size += entryHeader + e.n
 	}
 	if size > MaxMapBytes {
 		return nil, &Error{Code: receipts.LimitExceeded, Op: "create", Field: "values"}
@@ -164,21 +162,19 @@ func buildMap(a *arena.Arena, entries []entry) (*arena.Secret, error) {
 		i := copy(dst, mapMagic)
 		binary.BigEndian.PutUint32(dst[i:], uint32(len(entries)))
 		i += 4
-		for _, e := range entries {
-			dst[i] = e.cat
-			copy(dst[i+1:], e.mac)
-			n := e.value.Len()
-			binary.BigEndian.PutUint32(dst[i+1+macLen:], uint32(n))
-			i += entryHeader
-			if err := e.value.Reveal(func(v []byte) error {
-				copy(dst[i:], v)
-				return nil
-			}); err != nil {
-				return err
-			}
-			i += n
+		if len(entries) == 0 {
+			return nil
 		}
-		return nil
+		return values.Reveal(func(all []byte) error {
+			for _, e := range entries {
+				dst[i] = e.cat
+				copy(dst[i+1:], e.mac)
+				binary.BigEndian.PutUint32(dst[i+1+macLen:], uint32(e.n))
+				i += entryHeader
+				i += copy(dst[i:], all[e.off:e.off+e.n])
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		s.Wipe()

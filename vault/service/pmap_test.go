@@ -39,9 +39,11 @@ func TestTokenMACKnownAnswer(t *testing.T) {
 		scratch, _ := a.Alloc(msgLen(tc.cat, len(tc.value)))
 		var got string
 		err := scratch.Fill(func(msg []byte) error {
-			var err error
-			got, err = tokenMAC(msg, h, tc.cat, v)
-			return err
+			return v.Reveal(func(value []byte) error {
+				var err error
+				got, err = tokenMAC(msg, h, tc.cat, value)
+				return err
+			})
 		})
 		scratch.Wipe()
 		v.Wipe()

@@ -273,7 +273,7 @@ func (v *Vault) checkReceiptFields(op string, req RehydrateRequest) error {
 // openEvidenceKey opens the sealed evidence key straight into the arena.
 func (v *Vault) openEvidenceKey(op string, req seal.Request) (*arena.Secret, error) {
 	const field = "evidence_key"
-	if len(req.Values) != 1 || req.Values[0].Category != EvidenceKeyCategory {
+	if req.Len() != 1 || req.Category(0) != EvidenceKeyCategory {
 		return nil, invalid(op, field)
 	}
 	if req.Recipient != v.seal.Public() {
@@ -286,11 +286,11 @@ func (v *Vault) openEvidenceKey(op string, req seal.Request) (*arena.Secret, err
 		}
 		return nil, v.fail(op, err)
 	}
-	if ks[0].Len() != receipts.EvidenceKeySize {
-		ks[0].Wipe()
+	if ks.Len() != receipts.EvidenceKeySize {
+		ks.Wipe()
 		return nil, invalid(op, field)
 	}
-	return ks[0], nil
+	return ks, nil
 }
 
 // receipt builds the RehydrationReceipt@1 with final_digest keyed under the

@@ -480,7 +480,8 @@ func TestRehydrateRequestChecks(t *testing.T) {
 		{"cut expired", func(r *RehydrateRequest) { r.CutExpiry = t0 }, receipts.PlanMismatch, nil, "cut_expiry"},
 		{"revision with a token", func(r *RehydrateRequest) { r.PolicyRevision = l.tokens["mod0"] }, "", ErrInvalid, "revision"},
 		{"two evidence values", func(r *RehydrateRequest) {
-			r.EvidenceKey.Values = append(r.EvidenceKey.Values, r.EvidenceKey.Values[0])
+			k, _ := seal.Seal(st.SealKey, []seal.Pair{{Category: EvidenceKeyCategory, Value: make([]byte, 32)}, {Category: EvidenceKeyCategory, Value: make([]byte, 32)}})
+			r.EvidenceKey = k
 		}, "", ErrInvalid, "evidence_key"},
 		{"evidence key of another category", func(r *RehydrateRequest) {
 			k, _ := seal.Seal(st.SealKey, []seal.Pair{{Category: "module", Value: make([]byte, 32)}})
@@ -491,7 +492,7 @@ func TestRehydrateRequestChecks(t *testing.T) {
 			r.EvidenceKey = k
 		}, "", ErrInvalid, "evidence_key"},
 		{"evidence key tampered", func(r *RehydrateRequest) {
-			r.EvidenceKey.Values[0].Ciphertext[0] ^= 1
+			r.EvidenceKey.Sealed[0] ^= 1
 		}, receipts.MalformedRecord, nil, "evidence_key"},
 		{"evidence key sealed to another vault", func(r *RehydrateRequest) { r.EvidenceKey.Recipient[0] ^= 1 }, "", ErrStaleKey, "evidence_key"},
 	}
@@ -719,22 +720,22 @@ func TestSealEvidenceKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(req.Values) != 1 || req.Values[0].Category != EvidenceKeyCategory || req.Recipient != st.SealKey {
-		t.Fatalf("sealed request: %d values", len(req.Values))
+	if req.Len() != 1 || req.Category(0) != EvidenceKeyCategory || req.Recipient != st.SealKey {
+		t.Fatalf("sealed request: %d values", req.Len())
 	}
 	var raw []byte
 	_ = ek.Reveal(func(k []byte) error { raw = bytes.Clone(k); return nil })
-	if bytes.Contains(req.Values[0].Ciphertext, raw) {
+	if bytes.Contains(req.Sealed, raw) {
 		t.Errorf("the sealed value holds the key")
 	}
 	ks, err := v.seal.Open(v.arena, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ks[0].EqualBytes(raw) {
+	if !ks.EqualBytes(raw) {
 		t.Errorf("the vault opens another key")
 	}
-	ks[0].Wipe()
+	ks.Wipe()
 	w := evidence(t)
 	w.Wipe()
 	_, err = SealEvidenceKey(st.SealKey, w)

@@ -2,7 +2,7 @@
 // socket whose peers are authenticated with SO_PEERCRED.
 //
 // No field ever carries a plaintext owner value: values travel sealed
-// (SealedValue.ciphertext, see package vault/seal), maps never travel, and
+// (SealedValues.sealed, see package vault/seal), maps never travel, and
 // lease records are public metadata (lease.Lease as JSON). Every field that
 // carries sealed or binary material is bytes, never string.
 
@@ -157,28 +157,36 @@ func (x *StatusReply) GetArenaError() string {
 	return ""
 }
 
-type SealedValue struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Category      string                 `protobuf:"bytes,1,opt,name=category,proto3" json:"category,omitempty"`
-	Ciphertext    []byte                 `protobuf:"bytes,2,opt,name=ciphertext,proto3" json:"ciphertext,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+// SealedValues are owner values sealed as one message to the vault's
+// public key (package vault/seal): only `sealed` is secret; categories,
+// indexes and lengths travel in clear and are bound to it as associated
+// data.
+type SealedValues struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	EphemeralPublicKey []byte                 `protobuf:"bytes,1,opt,name=ephemeral_public_key,json=ephemeralPublicKey,proto3" json:"ephemeral_public_key,omitempty"`
+	RecipientPublicKey []byte                 `protobuf:"bytes,2,opt,name=recipient_public_key,json=recipientPublicKey,proto3" json:"recipient_public_key,omitempty"`
+	Categories         []string               `protobuf:"bytes,3,rep,name=categories,proto3" json:"categories,omitempty"`                            // distinct, in order of first use
+	CategoryIndex      []byte                 `protobuf:"bytes,4,opt,name=category_index,json=categoryIndex,proto3" json:"category_index,omitempty"` // one byte per value: index into categories
+	Lengths            []uint32               `protobuf:"varint,5,rep,packed,name=lengths,proto3" json:"lengths,omitempty"`                          // each value's length in bytes
+	Sealed             []byte                 `protobuf:"bytes,6,opt,name=sealed,proto3" json:"sealed,omitempty"`                                    // the values, concatenated, sealed
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
-func (x *SealedValue) Reset() {
-	*x = SealedValue{}
+func (x *SealedValues) Reset() {
+	*x = SealedValues{}
 	mi := &file_vault_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *SealedValue) String() string {
+func (x *SealedValues) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*SealedValue) ProtoMessage() {}
+func (*SealedValues) ProtoMessage() {}
 
-func (x *SealedValue) ProtoReflect() protoreflect.Message {
+func (x *SealedValues) ProtoReflect() protoreflect.Message {
 	mi := &file_vault_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -190,41 +198,67 @@ func (x *SealedValue) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use SealedValue.ProtoReflect.Descriptor instead.
-func (*SealedValue) Descriptor() ([]byte, []int) {
+// Deprecated: Use SealedValues.ProtoReflect.Descriptor instead.
+func (*SealedValues) Descriptor() ([]byte, []int) {
 	return file_vault_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *SealedValue) GetCategory() string {
+func (x *SealedValues) GetEphemeralPublicKey() []byte {
 	if x != nil {
-		return x.Category
+		return x.EphemeralPublicKey
 	}
-	return ""
+	return nil
 }
 
-func (x *SealedValue) GetCiphertext() []byte {
+func (x *SealedValues) GetRecipientPublicKey() []byte {
 	if x != nil {
-		return x.Ciphertext
+		return x.RecipientPublicKey
+	}
+	return nil
+}
+
+func (x *SealedValues) GetCategories() []string {
+	if x != nil {
+		return x.Categories
+	}
+	return nil
+}
+
+func (x *SealedValues) GetCategoryIndex() []byte {
+	if x != nil {
+		return x.CategoryIndex
+	}
+	return nil
+}
+
+func (x *SealedValues) GetLengths() []uint32 {
+	if x != nil {
+		return x.Lengths
+	}
+	return nil
+}
+
+func (x *SealedValues) GetSealed() []byte {
+	if x != nil {
+		return x.Sealed
 	}
 	return nil
 }
 
 type CreateLeaseRequest struct {
-	state              protoimpl.MessageState `protogen:"open.v1"`
-	Run                string                 `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
-	Attempt            uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Target             string                 `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
-	Purpose            string                 `protobuf:"bytes,4,opt,name=purpose,proto3" json:"purpose,omitempty"`
-	SourceDigest       string                 `protobuf:"bytes,5,opt,name=source_digest,json=sourceDigest,proto3" json:"source_digest,omitempty"`
-	Station            string                 `protobuf:"bytes,6,opt,name=station,proto3" json:"station,omitempty"`
-	RemoteDeadlineS    uint64                 `protobuf:"varint,7,opt,name=remote_deadline_s,json=remoteDeadlineS,proto3" json:"remote_deadline_s,omitempty"`
-	ReturnWindowS      uint64                 `protobuf:"varint,8,opt,name=return_window_s,json=returnWindowS,proto3" json:"return_window_s,omitempty"`
-	LifetimeS          int64                  `protobuf:"varint,9,opt,name=lifetime_s,json=lifetimeS,proto3" json:"lifetime_s,omitempty"`
-	EphemeralPublicKey []byte                 `protobuf:"bytes,10,opt,name=ephemeral_public_key,json=ephemeralPublicKey,proto3" json:"ephemeral_public_key,omitempty"`
-	RecipientPublicKey []byte                 `protobuf:"bytes,11,opt,name=recipient_public_key,json=recipientPublicKey,proto3" json:"recipient_public_key,omitempty"`
-	Values             []*SealedValue         `protobuf:"bytes,12,rep,name=values,proto3" json:"values,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Run             string                 `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Attempt         uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Target          string                 `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
+	Purpose         string                 `protobuf:"bytes,4,opt,name=purpose,proto3" json:"purpose,omitempty"`
+	SourceDigest    string                 `protobuf:"bytes,5,opt,name=source_digest,json=sourceDigest,proto3" json:"source_digest,omitempty"`
+	Station         string                 `protobuf:"bytes,6,opt,name=station,proto3" json:"station,omitempty"`
+	RemoteDeadlineS uint64                 `protobuf:"varint,7,opt,name=remote_deadline_s,json=remoteDeadlineS,proto3" json:"remote_deadline_s,omitempty"`
+	ReturnWindowS   uint64                 `protobuf:"varint,8,opt,name=return_window_s,json=returnWindowS,proto3" json:"return_window_s,omitempty"`
+	LifetimeS       int64                  `protobuf:"varint,9,opt,name=lifetime_s,json=lifetimeS,proto3" json:"lifetime_s,omitempty"`
+	Values          *SealedValues          `protobuf:"bytes,13,opt,name=values,proto3" json:"values,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CreateLeaseRequest) Reset() {
@@ -320,21 +354,7 @@ func (x *CreateLeaseRequest) GetLifetimeS() int64 {
 	return 0
 }
 
-func (x *CreateLeaseRequest) GetEphemeralPublicKey() []byte {
-	if x != nil {
-		return x.EphemeralPublicKey
-	}
-	return nil
-}
-
-func (x *CreateLeaseRequest) GetRecipientPublicKey() []byte {
-	if x != nil {
-		return x.RecipientPublicKey
-	}
-	return nil
-}
-
-func (x *CreateLeaseRequest) GetValues() []*SealedValue {
+func (x *CreateLeaseRequest) GetValues() *SealedValues {
 	if x != nil {
 		return x.Values
 	}
@@ -1226,24 +1246,22 @@ func (x *ProveErasureReply) GetReportJson() []byte {
 }
 
 type RehydrateHeader struct {
-	state                      protoimpl.MessageState `protogen:"open.v1"`
-	LeaseId                    string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
-	Run                        string                 `protobuf:"bytes,2,opt,name=run,proto3" json:"run,omitempty"`
-	Attempt                    uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Station                    string                 `protobuf:"bytes,4,opt,name=station,proto3" json:"station,omitempty"`
-	ReturnDigest               string                 `protobuf:"bytes,5,opt,name=return_digest,json=returnDigest,proto3" json:"return_digest,omitempty"` // sha256 of the whole return
-	ReturnSize                 uint64                 `protobuf:"varint,6,opt,name=return_size,json=returnSize,proto3" json:"return_size,omitempty"`      // length of the whole return
-	Schema                     []byte                 `protobuf:"bytes,7,opt,name=schema,proto3" json:"schema,omitempty"`                                 // the output schema document
-	CutExpiry                  string                 `protobuf:"bytes,8,opt,name=cut_expiry,json=cutExpiry,proto3" json:"cut_expiry,omitempty"`          // the plan's expires_at, RFC 3339 UTC
-	Retention                  string                 `protobuf:"bytes,9,opt,name=retention,proto3" json:"retention,omitempty"`
-	PolicyRevision             string                 `protobuf:"bytes,10,opt,name=policy_revision,json=policyRevision,proto3" json:"policy_revision,omitempty"`
-	VerifierRevision           string                 `protobuf:"bytes,11,opt,name=verifier_revision,json=verifierRevision,proto3" json:"verifier_revision,omitempty"`
-	LabelDigest                string                 `protobuf:"bytes,12,opt,name=label_digest,json=labelDigest,proto3" json:"label_digest,omitempty"`
-	EvidenceEphemeralPublicKey []byte                 `protobuf:"bytes,13,opt,name=evidence_ephemeral_public_key,json=evidenceEphemeralPublicKey,proto3" json:"evidence_ephemeral_public_key,omitempty"`
-	EvidenceRecipientPublicKey []byte                 `protobuf:"bytes,14,opt,name=evidence_recipient_public_key,json=evidenceRecipientPublicKey,proto3" json:"evidence_recipient_public_key,omitempty"`
-	EvidenceKey                *SealedValue           `protobuf:"bytes,15,opt,name=evidence_key,json=evidenceKey,proto3" json:"evidence_key,omitempty"` // the cut's evidence key, sealed
-	unknownFields              protoimpl.UnknownFields
-	sizeCache                  protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	LeaseId          string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	Run              string                 `protobuf:"bytes,2,opt,name=run,proto3" json:"run,omitempty"`
+	Attempt          uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Station          string                 `protobuf:"bytes,4,opt,name=station,proto3" json:"station,omitempty"`
+	ReturnDigest     string                 `protobuf:"bytes,5,opt,name=return_digest,json=returnDigest,proto3" json:"return_digest,omitempty"` // sha256 of the whole return
+	ReturnSize       uint64                 `protobuf:"varint,6,opt,name=return_size,json=returnSize,proto3" json:"return_size,omitempty"`      // length of the whole return
+	Schema           []byte                 `protobuf:"bytes,7,opt,name=schema,proto3" json:"schema,omitempty"`                                 // the output schema document
+	CutExpiry        string                 `protobuf:"bytes,8,opt,name=cut_expiry,json=cutExpiry,proto3" json:"cut_expiry,omitempty"`          // the plan's expires_at, RFC 3339 UTC
+	Retention        string                 `protobuf:"bytes,9,opt,name=retention,proto3" json:"retention,omitempty"`
+	PolicyRevision   string                 `protobuf:"bytes,10,opt,name=policy_revision,json=policyRevision,proto3" json:"policy_revision,omitempty"`
+	VerifierRevision string                 `protobuf:"bytes,11,opt,name=verifier_revision,json=verifierRevision,proto3" json:"verifier_revision,omitempty"`
+	LabelDigest      string                 `protobuf:"bytes,12,opt,name=label_digest,json=labelDigest,proto3" json:"label_digest,omitempty"`
+	EvidenceKey      *SealedValues          `protobuf:"bytes,16,opt,name=evidence_key,json=evidenceKey,proto3" json:"evidence_key,omitempty"` // the cut's evidence key, sealed
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *RehydrateHeader) Reset() {
@@ -1360,21 +1378,7 @@ func (x *RehydrateHeader) GetLabelDigest() string {
 	return ""
 }
 
-func (x *RehydrateHeader) GetEvidenceEphemeralPublicKey() []byte {
-	if x != nil {
-		return x.EvidenceEphemeralPublicKey
-	}
-	return nil
-}
-
-func (x *RehydrateHeader) GetEvidenceRecipientPublicKey() []byte {
-	if x != nil {
-		return x.EvidenceRecipientPublicKey
-	}
-	return nil
-}
-
-func (x *RehydrateHeader) GetEvidenceKey() *SealedValue {
+func (x *RehydrateHeader) GetEvidenceKey() *SealedValues {
 	if x != nil {
 		return x.EvidenceKey
 	}
@@ -1674,12 +1678,16 @@ const file_vault_proto_rawDesc = "" +
 	"arenaError\x1a9\n" +
 	"\vLeasesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"I\n" +
-	"\vSealedValue\x12\x1a\n" +
-	"\bcategory\x18\x01 \x01(\tR\bcategory\x12\x1e\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xeb\x01\n" +
+	"\fSealedValues\x120\n" +
+	"\x14ephemeral_public_key\x18\x01 \x01(\fR\x12ephemeralPublicKey\x120\n" +
+	"\x14recipient_public_key\x18\x02 \x01(\fR\x12recipientPublicKey\x12\x1e\n" +
 	"\n" +
-	"ciphertext\x18\x02 \x01(\fR\n" +
-	"ciphertext\"\xc2\x03\n" +
+	"categories\x18\x03 \x03(\tR\n" +
+	"categories\x12%\n" +
+	"\x0ecategory_index\x18\x04 \x01(\fR\rcategoryIndex\x12\x18\n" +
+	"\alengths\x18\x05 \x03(\rR\alengths\x12\x16\n" +
+	"\x06sealed\x18\x06 \x01(\fR\x06sealed\"\xf1\x02\n" +
 	"\x12CreateLeaseRequest\x12\x10\n" +
 	"\x03run\x18\x01 \x01(\tR\x03run\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x16\n" +
@@ -1690,11 +1698,9 @@ const file_vault_proto_rawDesc = "" +
 	"\x11remote_deadline_s\x18\a \x01(\x04R\x0fremoteDeadlineS\x12&\n" +
 	"\x0freturn_window_s\x18\b \x01(\x04R\rreturnWindowS\x12\x1d\n" +
 	"\n" +
-	"lifetime_s\x18\t \x01(\x03R\tlifetimeS\x120\n" +
-	"\x14ephemeral_public_key\x18\n" +
-	" \x01(\fR\x12ephemeralPublicKey\x120\n" +
-	"\x14recipient_public_key\x18\v \x01(\fR\x12recipientPublicKey\x128\n" +
-	"\x06values\x18\f \x03(\v2 .privacycut.vault.v1.SealedValueR\x06values\"I\n" +
+	"lifetime_s\x18\t \x01(\x03R\tlifetimeS\x129\n" +
+	"\x06values\x18\r \x01(\v2!.privacycut.vault.v1.SealedValuesR\x06valuesJ\x04\b\n" +
+	"\x10\vJ\x04\b\v\x10\fJ\x04\b\f\x10\r\"I\n" +
 	"\x10CreateLeaseReply\x12\x1d\n" +
 	"\n" +
 	"lease_json\x18\x01 \x01(\fR\tleaseJson\x12\x16\n" +
@@ -1750,7 +1756,7 @@ const file_vault_proto_rawDesc = "" +
 	"\x04data\x18\x03 \x01(\fR\x04data\"4\n" +
 	"\x11ProveErasureReply\x12\x1f\n" +
 	"\vreport_json\x18\x01 \x01(\fR\n" +
-	"reportJson\"\xd1\x04\n" +
+	"reportJson\"\xde\x03\n" +
 	"\x0fRehydrateHeader\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x10\n" +
 	"\x03run\x18\x02 \x01(\tR\x03run\x12\x18\n" +
@@ -1766,10 +1772,8 @@ const file_vault_proto_rawDesc = "" +
 	"\x0fpolicy_revision\x18\n" +
 	" \x01(\tR\x0epolicyRevision\x12+\n" +
 	"\x11verifier_revision\x18\v \x01(\tR\x10verifierRevision\x12!\n" +
-	"\flabel_digest\x18\f \x01(\tR\vlabelDigest\x12A\n" +
-	"\x1devidence_ephemeral_public_key\x18\r \x01(\fR\x1aevidenceEphemeralPublicKey\x12A\n" +
-	"\x1devidence_recipient_public_key\x18\x0e \x01(\fR\x1aevidenceRecipientPublicKey\x12C\n" +
-	"\fevidence_key\x18\x0f \x01(\v2 .privacycut.vault.v1.SealedValueR\vevidenceKey\"b\n" +
+	"\flabel_digest\x18\f \x01(\tR\vlabelDigest\x12D\n" +
+	"\fevidence_key\x18\x10 \x01(\v2!.privacycut.vault.v1.SealedValuesR\vevidenceKeyJ\x04\b\r\x10\x0eJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"b\n" +
 	"\x0eRehydrateChunk\x12<\n" +
 	"\x06header\x18\x01 \x01(\v2$.privacycut.vault.v1.RehydrateHeaderR\x06header\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"\x87\x01\n" +
@@ -1823,7 +1827,7 @@ var file_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_vault_proto_goTypes = []any{
 	(*StatusRequest)(nil),      // 0: privacycut.vault.v1.StatusRequest
 	(*StatusReply)(nil),        // 1: privacycut.vault.v1.StatusReply
-	(*SealedValue)(nil),        // 2: privacycut.vault.v1.SealedValue
+	(*SealedValues)(nil),       // 2: privacycut.vault.v1.SealedValues
 	(*CreateLeaseRequest)(nil), // 3: privacycut.vault.v1.CreateLeaseRequest
 	(*CreateLeaseReply)(nil),   // 4: privacycut.vault.v1.CreateLeaseReply
 	(*BindRequest)(nil),        // 5: privacycut.vault.v1.BindRequest
@@ -1851,10 +1855,10 @@ var file_vault_proto_goTypes = []any{
 }
 var file_vault_proto_depIdxs = []int32{
 	26, // 0: privacycut.vault.v1.StatusReply.leases:type_name -> privacycut.vault.v1.StatusReply.LeasesEntry
-	2,  // 1: privacycut.vault.v1.CreateLeaseRequest.values:type_name -> privacycut.vault.v1.SealedValue
+	2,  // 1: privacycut.vault.v1.CreateLeaseRequest.values:type_name -> privacycut.vault.v1.SealedValues
 	9,  // 2: privacycut.vault.v1.ListReply.leases:type_name -> privacycut.vault.v1.LeaseReply
 	13, // 3: privacycut.vault.v1.BackupChunk.stats:type_name -> privacycut.vault.v1.BackupStats
-	2,  // 4: privacycut.vault.v1.RehydrateHeader.evidence_key:type_name -> privacycut.vault.v1.SealedValue
+	2,  // 4: privacycut.vault.v1.RehydrateHeader.evidence_key:type_name -> privacycut.vault.v1.SealedValues
 	21, // 5: privacycut.vault.v1.RehydrateChunk.header:type_name -> privacycut.vault.v1.RehydrateHeader
 	0,  // 6: privacycut.vault.v1.Vault.Status:input_type -> privacycut.vault.v1.StatusRequest
 	3,  // 7: privacycut.vault.v1.Vault.CreateLease:input_type -> privacycut.vault.v1.CreateLeaseRequest

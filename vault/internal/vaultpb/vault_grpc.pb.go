@@ -2,7 +2,7 @@
 // socket whose peers are authenticated with SO_PEERCRED.
 //
 // No field ever carries a plaintext owner value: values travel sealed
-// (SealedValue.ciphertext, see package vault/seal), maps never travel, and
+// (SealedValues.sealed, see package vault/seal), maps never travel, and
 // lease records are public metadata (lease.Lease as JSON). Every field that
 // carries sealed or binary material is bytes, never string.
 
