@@ -76,9 +76,9 @@ type fixture struct {
 	keyDir string
 }
 
-func start(t *testing.T, opt ServerOptions) *fixture { return startIn(t, t.TempDir(), opt) }
+func start(t testing.TB, opt ServerOptions) *fixture { return startIn(t, t.TempDir(), opt) }
 
-func startIn(t *testing.T, d string, opt ServerOptions) *fixture {
+func startIn(t testing.TB, d string, opt ServerOptions) *fixture {
 	t.Helper()
 	v, err := service.Open(service.Options{StateDir: filepath.Join(d, "state"), KeyDir: filepath.Join(d, "keys"),
 		Station: "station-a", MaxLease: time.Hour, ArenaSize: 1 << 20, SweepInterval: -1})
@@ -124,7 +124,7 @@ func canaries(n, size int) []seal.Pair {
 	return ps
 }
 
-func (f *fixture) grant(t *testing.T, ps []seal.Pair) service.CreateResult {
+func (f *fixture) grant(t testing.TB, ps []seal.Pair) service.CreateResult {
 	t.Helper()
 	sealed, err := f.c.Seal(ctx, ps)
 	if err != nil {
@@ -143,7 +143,7 @@ func exportOf(tokens []string) []byte {
 	return []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
 }
 
-func (f *fixture) bind(t *testing.T, res service.CreateResult) {
+func (f *fixture) bind(t testing.TB, res service.CreateResult) {
 	t.Helper()
 	ex := exportOf(res.Tokens)
 	if err := f.c.Bind(ctx, res.Lease.ID, "evt:seal", hexDigest("hmac-sha256:"), receipts.SHA256(ex), ex); err != nil {
