@@ -93,10 +93,10 @@ func newStats() *crashStats {
 
 func newDriver(t *testing.T, rng *rand.Rand, st *crashStats, bin string) *driver {
 	d := newDaemon(t, bin, false)
-	d.args = []string{"--arena-size", "262144"}
+	d.Args = []string{"--arena-size", "262144"}
 	pairs, vals := pairsFor("c3", 4)
 	st.installations++
-	return &driver{t: t, rng: rng, d: d, cut: newCutter(t, d), g: newLedger(), pairs: pairs, vals: vals, st: st, args: d.args}
+	return &driver{t: t, rng: rng, d: d, cut: newCutter(t, d), g: newLedger(), pairs: pairs, vals: vals, st: st, args: d.Args}
 }
 
 // connect dials the current daemon.
@@ -104,7 +104,7 @@ func (dr *driver) connect() {
 	if dr.c != nil {
 		dr.c.Close()
 	}
-	c, err := api.Dial(dr.d.sock)
+	c, err := api.Dial(dr.d.Sock)
 	if err != nil {
 		dr.t.Fatal(err)
 	}
@@ -362,11 +362,11 @@ func (dr *driver) step(w weights, shortShare int) bool {
 // recover restarts the daemon without a crash point and checks every
 // invariant; it then opens every live lease's map.
 func (dr *driver) recover() {
-	dr.d.env = dr.env
-	dr.d.args = dr.args
-	dr.d.cgroupProcs = ""
+	dr.d.Env = dr.env
+	dr.d.Args = dr.args
+	dr.d.CgroupProcs = ""
 	boot := time.Now()
-	if err := dr.d.tryStart(); err != nil {
+	if err := dr.d.TryStart(); err != nil {
 		dr.fatal("restart after a kill failed: %v", err)
 	}
 	dr.st.restarts++
@@ -376,7 +376,7 @@ func (dr *driver) recover() {
 		dr.fail("cut lease list after restart: %v", err)
 		return
 	}
-	r := checkRecovered(dr.g, leases, dr.d.keys, boot)
+	r := checkRecovered(dr.g, leases, dr.d.Keys, boot)
 	dr.st.leaseChecks += len(leases)
 	dr.st.invariants += r.checks
 	for _, v := range r.violations {
@@ -434,7 +434,7 @@ func (dr *driver) openLive(leases []service.Info) {
 
 // kill SIGKILLs the daemon and records that requests may be unanswered.
 func (dr *driver) kill() {
-	dr.d.kill()
+	dr.d.Kill()
 	dr.close()
 }
 
@@ -442,7 +442,7 @@ func (dr *driver) kill() {
 // values (the values of every grant): state directory raw, key directory,
 // logs, cut's outputs.
 func (dr *driver) scanInstallation() {
-	rep, err := newScanner(dr.vals).scanTrees([]string{dr.d.base}, nil)
+	rep, err := newScanner(dr.vals).scanTrees([]string{dr.d.Base}, nil)
 	if err != nil {
 		dr.fail("scan: %v", err)
 		return
@@ -477,7 +477,7 @@ func TestC3CrashLoop(t *testing.T) {
 				dr.scanInstallation()
 			}
 			dr = newDriver(t, rng, st, bins.crash)
-			dr.d.start()
+			dr.d.Start()
 			dr.connect()
 		}
 		st.iterations++
@@ -488,13 +488,13 @@ func TestC3CrashLoop(t *testing.T) {
 			dr.crashAt(p)
 		case x < 50: // during boot recovery
 			dr.kill()
-			dr.d.env = dr.env
+			dr.d.Env = dr.env
 			delay := time.Duration(rng.IntN(200)) * time.Millisecond
-			if dr.d.killDuringStart(delay) {
+			if killDuringStart(dr.d, delay) {
 				st.bootKills++
 			}
 		default: // at a random moment of a random schedule
-			if !dr.d.alive() {
+			if !dr.d.Alive() {
 				dr.recover()
 			}
 			dr.randomKill(time.Duration(rng.IntN(60)) * time.Millisecond)
@@ -547,9 +547,9 @@ func (dr *driver) randomKill(delay time.Duration) {
 	select {
 	case <-time.After(delay):
 	case <-done:
-		dr.fail("vaultd stopped answering before it was killed: %v\n%s", dr.opErr, dr.d.log())
+		dr.fail("vaultd stopped answering before it was killed: %v\n%s", dr.opErr, dr.d.Log())
 	}
-	dr.d.cmd.Process.Kill()
+	dr.d.Signal(syscall.SIGKILL)
 	close(stop)
 	<-done
 	dr.kill()
@@ -578,14 +578,14 @@ func (dr *driver) crashAt(point string) {
 			n = 1 + dr.rng.IntN(3)
 		}
 	}
-	dr.d.env = append([]string{"VAULTD_CRASHPOINT=" + point + ":" + strconv.Itoa(n)}, dr.env...)
-	dr.d.args = dr.args
+	dr.d.Env = append([]string{"VAULTD_CRASHPOINT=" + point + ":" + strconv.Itoa(n)}, dr.env...)
+	dr.d.Args = dr.args
 	if family(point) == "expire" {
 		// Every lease of this run expires within 300 ms; the sweeper (or the
 		// next operation on the lease) expires it and crosses the point.
-		dr.d.args = append(append([]string{}, dr.args...), "--max-lease", "300ms")
+		dr.d.Args = append(append([]string{}, dr.args...), "--max-lease", "300ms")
 	}
-	ready, err := dr.d.launch()
+	ready, err := dr.d.Launch()
 	if err != nil {
 		dr.t.Fatal(err)
 	}
@@ -593,7 +593,7 @@ func (dr *driver) crashAt(point string) {
 	case <-ready:
 		dr.connect()
 		w := focus[family(point)]
-		for k := 0; k < 80 && dr.opErr == nil && dr.d.alive(); k++ {
+		for k := 0; k < 80 && dr.opErr == nil && dr.d.Alive(); k++ {
 			dr.step(w, 0)
 		}
 		// An operation that failed means the point fired and the exit
@@ -605,7 +605,7 @@ func (dr *driver) crashAt(point string) {
 		} else if family(point) == "expire" {
 			wait = 4 * time.Second
 		}
-		if !dr.d.exitedWithin(wait) {
+		if !dr.d.ExitedWithin(wait) {
 			if dr.opErr != nil {
 				dr.fail("vaultd armed at %s:%d failed an operation without crashing: %v", point, n, dr.opErr)
 			}
@@ -613,16 +613,16 @@ func (dr *driver) crashAt(point string) {
 			dr.kill()
 			return
 		}
-	case <-dr.d.exited:
+	case <-dr.d.Exited():
 	case <-time.After(30 * time.Second):
 		dr.fail("vaultd armed at %s:%d neither served nor exited within 30s", point, n)
 		dr.kill()
 		return
 	}
 	dr.close()
-	es := statusOf(dr.d.waitErr)
-	if es.signal != syscall.SIGKILL {
-		dr.fail("vaultd armed at %s:%d ended with %v, not by its own SIGKILL\n%s", point, n, es, dr.d.log())
+	es := statusOf(dr.d.WaitErr())
+	if es.Signal != syscall.SIGKILL {
+		dr.fail("vaultd armed at %s:%d ended with %v, not by its own SIGKILL\n%s", point, n, es, dr.d.Log())
 		return
 	}
 	dr.st.pointKills++
@@ -632,20 +632,20 @@ func (dr *driver) crashAt(point string) {
 // killDuringStart starts vaultd and SIGKILLs it after delay, whether or not
 // it serves by then: a crash inside boot recovery. It reports whether the
 // kill came before the daemon served.
-func (d *daemon) killDuringStart(delay time.Duration) bool {
-	d.t.Helper()
-	ready, err := d.launch()
+func killDuringStart(d *daemon, delay time.Duration) bool {
+	d.T.Helper()
+	ready, err := d.Launch()
 	if err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
 	early := true
 	select {
 	case <-ready:
 		early = false
 	case <-time.After(delay):
-	case <-d.exited:
+	case <-d.Exited():
 	}
-	d.kill()
+	d.Kill()
 	return early
 }
 
@@ -709,7 +709,7 @@ func TestK4RotationCrashPoints(t *testing.T) {
 	epochs := map[string]int{}
 	for _, a := range arms {
 		dr := newDriver(t, rng, st, bins.crash)
-		dr.d.start()
+		dr.d.Start()
 		dr.connect()
 		for rep := 0; rep < a.reps; rep++ {
 			st.iterations++
@@ -720,14 +720,14 @@ func TestK4RotationCrashPoints(t *testing.T) {
 					w++
 				}
 			}
-			before, err := readEpoch(dr.d.keys)
+			before, err := readEpoch(dr.d.Keys)
 			if err != nil {
 				t.Fatal(err)
 			}
 			n := 1 + rng.IntN(a.passes(w))
 			dr.kill()
-			dr.d.env = []string{"VAULTD_CRASHPOINT=" + a.point + ":" + strconv.Itoa(n)}
-			dr.d.start()
+			dr.d.Env = []string{"VAULTD_CRASHPOINT=" + a.point + ":" + strconv.Itoa(n)}
+			dr.d.Start()
 			dr.connect()
 			ctx, cancel := dr.ctx()
 			_, rerr := dr.c.Rotate(ctx)
@@ -737,18 +737,18 @@ func TestK4RotationCrashPoints(t *testing.T) {
 				st.pointMisses++
 				dr.kill()
 			} else {
-				if !dr.d.exitedWithin(10 * time.Second) {
+				if !dr.d.ExitedWithin(10 * time.Second) {
 					dr.fail("vaultd did not die at %s:%d", a.point, n)
 				}
 				dr.kill()
-				if es := statusOf(dr.d.waitErr); es.signal != syscall.SIGKILL {
+				if es := statusOf(dr.d.WaitErr()); es.Signal != syscall.SIGKILL {
 					dr.fail("vaultd armed at %s:%d ended with %v", a.point, n, es)
 				}
 				st.pointKills++
 				st.fired[a.point]++
 			}
 			dr.recover()
-			after, err := readEpoch(dr.d.keys)
+			after, err := readEpoch(dr.d.Keys)
 			want := before + a.expect(n, w)
 			if err != nil || after != want {
 				dr.fail("after a crash at %s:%d (%d wraps) the epoch is %d (%v), want %d", a.point, n, w, after, err, want)

@@ -41,7 +41,7 @@ var suiteFacilities = map[string][]string{
 	"TestK5KeyStoreLoss":            nil,
 	"TestTestHooksOnlyInTestBuilds": nil,
 	"TestR3NoVacuousSkips":          nil,
-	"TestEmptyMemtableAfterCrash":   nil,
+	"TestEmptyLogAfterCrash":        nil,
 }
 
 // probe is the outcome of checking one facility.

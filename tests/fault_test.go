@@ -38,9 +38,9 @@ func TestFaultsAreCaught(t *testing.T) {
 			dr := newDriver(t, rand.New(rand.NewPCG(6, 6)), st, bins.fault)
 			if tc.fault != "" {
 				dr.env = []string{"VAULTD_FAULT=" + tc.fault}
-				dr.d.env = dr.env
+				dr.d.Env = dr.env
 			}
-			dr.d.start()
+			dr.d.Start()
 			dr.connect()
 			// A claimed lease, then a crash between the committed CONSUMED
 			// state and the key's destruction: boot recovery must finish it.
@@ -49,11 +49,11 @@ func TestFaultsAreCaught(t *testing.T) {
 			}
 			id := dr.pick(func(l lease.Lease, _ bool) bool { return l.State == lease.Claimed })
 			dr.kill()
-			dr.d.env = append([]string{"VAULTD_CRASHPOINT=" + crash.ConsumeCommitted + ":1"}, dr.env...)
-			dr.d.start()
+			dr.d.Env = append([]string{"VAULTD_CRASHPOINT=" + crash.ConsumeCommitted + ":1"}, dr.env...)
+			dr.d.Start()
 			dr.connect()
 			dr.consume(id)
-			if !dr.d.exitedWithin(5 * time.Second) {
+			if !dr.d.ExitedWithin(5 * time.Second) {
 				t.Fatalf("the armed consume did not crash")
 			}
 			dr.close()
@@ -110,10 +110,10 @@ func TestFaultsAreCaught(t *testing.T) {
 		requireFacility(t, facMemfdSecret)
 		t.Parallel()
 		d := newDaemon(t, bins.fault, true)
-		d.memlock = 64 << 10
-		d.env = []string{"VAULTD_FAULT=profile-without-arena"}
-		d.args = []string{"--arena-size", strconv.Itoa(1 << 20), "--allow-uid", "0"}
-		d.start()
+		d.Memlock = 64 << 10
+		d.Env = []string{"VAULTD_FAULT=profile-without-arena"}
+		d.Args = []string{"--arena-size", strconv.Itoa(1 << 20), "--allow-uid", "0"}
+		d.Start()
 		v := notProven(t, d, 64<<10)
 		caught := false
 		for _, s := range v {

@@ -124,7 +124,7 @@ type remote struct {
 
 func newRemote(t testing.TB, d *daemon) *remote {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(d.base, "remote-received.log"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(filepath.Join(d.Base, "remote-received.log"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func answer(t testing.TB, export []byte) []byte {
 // planFor writes a reversible plan for proj with the cut binary.
 func planFor(t testing.TB, c *cutter, proj, target string, extra ...string) string {
 	t.Helper()
-	p := filepath.Join(c.d.base, "work", fmt.Sprintf("plan-%d.json", c.n+1))
+	p := filepath.Join(c.d.Base, "work", fmt.Sprintf("plan-%d.json", c.n+1))
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ type bundle struct {
 // prepare runs `cut prepare --json -o FILE` and returns the bundle.
 func prepare(t testing.TB, c *cutter, plan, proj string) bundle {
 	t.Helper()
-	out := filepath.Join(c.d.base, "work", fmt.Sprintf("bundle-%d.json", c.n+1))
+	out := filepath.Join(c.d.Base, "work", fmt.Sprintf("bundle-%d.json", c.n+1))
 	r := c.must(0, "prepare", "--vocab", vocabPath, "--plan", plan, "--json", "-o", out, proj)
 	var b bundle
 	if err := json.Unmarshal(r.stdout, &b); err != nil {

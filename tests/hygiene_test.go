@@ -72,22 +72,22 @@ type coreScan struct {
 func runCoreScan(t *testing.T, bin string, env []string) coreScan {
 	t.Helper()
 	d := newDaemon(t, bin, false)
-	d.coreMax = true
-	d.env = append([]string{"GOTRACEBACK=crash"}, env...)
-	d.args = []string{"--arena-size", "262144"}
-	d.start()
+	d.CoreMax = true
+	d.Env = append([]string{"GOTRACEBACK=crash"}, env...)
+	d.Args = []string{"--arena-size", "262144"}
+	d.Start()
 	p := newCutter(t, d).status()
 	if p.Profile != "accepted" || !p.Dumpable {
 		t.Fatalf("diagnostic build: profile %s (reasons %v), dumpable %v: want an accepted, dumpable daemon", p.Profile, p.Reasons, p.Dumpable)
 	}
-	_, _, vals, marker := loadCanaries(t, d.client(), "m1")
-	pid := d.pid()
+	_, _, vals, marker := loadCanaries(t, clientOf(d), "m1")
+	pid := d.Pid()
 	var cs coreScan
-	cs.status = statusOf(d.stop(syscall.SIGABRT))
-	if cs.status.signal != syscall.SIGABRT || !cs.status.core {
+	cs.status = statusOf(d.Stop(syscall.SIGABRT))
+	if cs.status.Signal != syscall.SIGABRT || !cs.status.Core {
 		t.Fatalf("SIGABRT under GOTRACEBACK=crash: %v, want a core dump", cs.status)
 	}
-	path, err := findCore(d.cwd, pid)
+	path, err := findCore(d.Cwd, pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func runCoreScan(t *testing.T, bin string, env []string) coreScan {
 			cs.canaryHits = append(cs.canaryHits, h)
 		}
 	}
-	logs := d.allLogs()
+	logs := d.AllLogs()
 	cs.traceback = len(logs)
 	cs.tracebackHit = newScanner(vals).find(logs, "stderr", 0)
 	os.Remove(path) // hundreds of MiB of address space
@@ -190,11 +190,11 @@ func TestM1NoCoreInProduction(t *testing.T) {
 	}{{"release", bins.vaultd, false}, {"diagdump-control", bins.diag, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDaemon(t, tc.bin, false)
-			d.coreMax = true
-			d.env = []string{"GOTRACEBACK=crash"}
-			d.args = []string{"--arena-size", "65536"}
-			d.start()
-			pid := d.pid()
+			d.CoreMax = true
+			d.Env = []string{"GOTRACEBACK=crash"}
+			d.Args = []string{"--arena-size", "65536"}
+			d.Start()
+			pid := d.Pid()
 			limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
 			if err != nil {
 				t.Fatal(err)
@@ -203,9 +203,9 @@ func TestM1NoCoreInProduction(t *testing.T) {
 			if zero == tc.core {
 				t.Errorf("core limit of the running daemon: %q", limitLine(limits, "Max core file size"))
 			}
-			es := statusOf(d.stop(syscall.SIGABRT))
-			_, ferr := findCore(d.cwd, pid)
-			if es.signal != syscall.SIGABRT || es.core != tc.core || (ferr == nil) != tc.core {
+			es := statusOf(d.Stop(syscall.SIGABRT))
+			_, ferr := findCore(d.Cwd, pid)
+			if es.Signal != syscall.SIGABRT || es.Core != tc.core || (ferr == nil) != tc.core {
 				t.Fatalf("SIGABRT: %v, core file: %v; want core %v", es, ferr, tc.core)
 			}
 			t.Logf("figures: %s build: %v, core limit %q", tc.name, es, limitLine(limits, "Max core file size"))
@@ -243,17 +243,17 @@ type memScan struct {
 func runMemScan(t *testing.T, bin string, env []string) memScan {
 	t.Helper()
 	d := newDaemon(t, bin, false)
-	d.env = env
-	d.args = []string{"--arena-size", "262144"}
-	d.start()
+	d.Env = env
+	d.Args = []string{"--arena-size", "262144"}
+	d.Start()
 	p := newCutter(t, d).status()
 	if p.Profile != "accepted" {
 		t.Fatalf("profile %s %v", p.Profile, p.Reasons)
 	}
-	c := d.client()
+	c := clientOf(d)
 	id, claim, vals, marker := loadCanaries(t, c, "m2")
 	ms := memScan{arenaKind: p.Arena.Kind, valuesCount: int64(len(vals))}
-	maps, err := readSmaps(d.pid())
+	maps, err := readSmaps(d.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func runMemScan(t *testing.T, bin string, env []string) memScan {
 		t.Fatalf("no %s arena in smaps", p.Arena.Kind)
 	}
 	sc := newScanner(append(vals, marker))
-	if ms.during, err = sc.scanMemory(d.pid()); err != nil {
+	if ms.during, err = sc.scanMemory(d.Pid()); err != nil {
 		t.Fatal(err)
 	}
 	for i, h := range ms.during.hits {
@@ -286,7 +286,7 @@ func runMemScan(t *testing.T, bin string, env []string) memScan {
 	if _, err := c.Consume(bg, id, claim); err != nil {
 		t.Fatalf("consume: %v", err)
 	}
-	if ms.after, err = newScanner(vals).scanMemory(d.pid()); err != nil {
+	if ms.after, err = newScanner(vals).scanMemory(d.Pid()); err != nil {
 		t.Fatal(err)
 	}
 	ms.afterHits = ms.after.hits
@@ -373,12 +373,12 @@ type endToEnd struct {
 func runEndToEnd(t *testing.T, bin string, env []string) endToEnd {
 	t.Helper()
 	d := newDaemon(t, bin, false)
-	d.env = env
-	d.args = []string{"--arena-size", "1048576"}
-	d.start()
+	d.Env = env
+	d.Args = []string{"--arena-size", "1048576"}
+	d.Start()
 	c := newCutter(t, d)
 	can := newCanaries("m6")
-	e := &e2e{t: t, d: d, c: c, can: can, work: filepath.Join(d.base, "work")}
+	e := &e2e{t: t, d: d, c: c, can: can, work: filepath.Join(d.Base, "work")}
 	if err := os.MkdirAll(e.work, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -438,13 +438,13 @@ func runEndToEnd(t *testing.T, bin string, env []string) endToEnd {
 	c.must(0, "vault", "prove-erasure", bk, ref3, "--live", ref2)
 	c.must(0, "vault", "rotate")
 	c.must(0, "vault", "restore", bk, "--json")
-	d.stop(syscall.SIGTERM)
+	d.Stop(syscall.SIGTERM)
 
 	for kind, glob := range map[string]string{
-		"badger":       filepath.Join(d.state, "*"),
-		"key":          filepath.Join(d.keys, "epoch-*.key"),
-		"wrapped key":  filepath.Join(d.keys, "dek", "*"),
-		"vaultd log":   filepath.Join(d.logDir, "vaultd-*.log"),
+		"badger":       filepath.Join(d.State, "*"),
+		"key":          filepath.Join(d.Keys, "epoch-*.key"),
+		"wrapped key":  filepath.Join(d.Keys, "dek", "*"),
+		"vaultd log":   filepath.Join(d.LogDir, "vaultd-*.log"),
 		"journal":      filepath.Join(c.home, "journal.jsonl"),
 		"evidence key": filepath.Join(c.home, "evidence.key"),
 		"bundle":       filepath.Join(e.work, "bundle-*.json"),
@@ -452,7 +452,7 @@ func runEndToEnd(t *testing.T, bin string, env []string) endToEnd {
 		"backup":       filepath.Join(e.work, "*.backup"),
 		"quarantine":   filepath.Join(e.work, "answer-send.json"),
 		"cut output":   filepath.Join(c.outDir, "*"),
-		"remote":       filepath.Join(d.base, "remote-received.log"),
+		"remote":       filepath.Join(d.Base, "remote-received.log"),
 	} {
 		m, _ := filepath.Glob(glob)
 		if len(m) == 0 {
@@ -474,7 +474,7 @@ func runEndToEnd(t *testing.T, bin string, env []string) endToEnd {
 			}
 		}
 	}
-	rep, err := newScanner(can.all()).scanTrees([]string{d.base}, c.allowed)
+	rep, err := newScanner(can.all()).scanTrees([]string{d.Base}, c.allowed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,21 +1,13 @@
 package tests
 
 import (
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
 // Flags of the acceptance suites.
@@ -37,21 +29,12 @@ var bins struct {
 	helper    string // a copy of this test binary, for helpers that run as another uid
 }
 
-// Helper modes of the test binary, selected by the environment.
-const (
-	envHelper  = "ACCEPT_HELPER" // "exec"
-	envArgv    = "ACCEPT_ARGV"   // JSON array: the program and its arguments
-	envMemlock = "ACCEPT_MEMLOCK"
-	envCore    = "ACCEPT_CORE"   // "max": raise RLIMIT_CORE to its hard limit
-	envCgroup  = "ACCEPT_CGROUP" // a cgroup.procs file to join before exec
-)
-
 // nobody is the uid (and gid) the unprivileged suites run vaultd as.
-const nobody = 65534
+const nobody = vaulttest.Nobody
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envHelper) == "exec" {
-		os.Exit(execHelper())
+	if code, ok := vaulttest.RunHelper(); ok {
+		os.Exit(code)
 	}
 	flag.Parse()
 	code, err := buildAndRun(m)
@@ -72,12 +55,6 @@ func buildAndRun(m *testing.M) (int, error) {
 		return 0, err
 	}
 	bins.dir = dir
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			return 0, fmt.Errorf("no go command to build the binaries: %w", err)
-		}
-	}
 	targets := []struct {
 		out  *string
 		name string
@@ -91,38 +68,15 @@ func buildAndRun(m *testing.M) (int, error) {
 		{&bins.diagFault, "vaultd-diag-fault", "../cmd/vaultd", "diagdump,faultinject"},
 		{&bins.cut, "cut", "../cmd/cut", ""},
 	}
-	// Two builds at a time: the suites' budget assumes two cores.
-	sem := make(chan struct{}, 2)
-	errs := make([]error, len(targets))
-	var wg sync.WaitGroup
-	for i, tg := range targets {
+	var build []vaulttest.Target
+	for _, tg := range targets {
 		*tg.out = filepath.Join(dir, tg.name)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			args := []string{"build"}
-			if tg.tags != "" {
-				args = append(args, "-tags", tg.tags)
-			}
-			args = append(args, "-o", *tg.out, tg.pkg)
-			cmd := exec.Command(gobin, args...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
-		}()
+		build = append(build, vaulttest.Target{Out: *tg.out, Pkg: tg.pkg, Tags: tg.tags})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := vaulttest.Build(build); err != nil {
 		return 0, err
 	}
-	self, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		return 0, err
-	}
-	bins.helper = filepath.Join(dir, "helper.test")
-	if err := os.WriteFile(bins.helper, self, 0o755); err != nil {
+	if bins.helper, err = vaulttest.CopySelf(dir); err != nil {
 		return 0, err
 	}
 	code := m.Run()
@@ -133,55 +87,4 @@ func buildAndRun(m *testing.M) (int, error) {
 		}
 	}
 	return code, nil
-}
-
-// execHelper prepares the process as the environment asks — a lower
-// RLIMIT_MEMLOCK, RLIMIT_CORE raised to its hard limit, membership of a
-// cgroup — and then execs the program. Go's SysProcAttr sets neither
-// rlimits nor cgroups (v1), so a child that must start that way goes
-// through this helper; the uid switch is the parent's SysProcAttr.
-func execHelper() int {
-	var argv []string
-	if err := json.Unmarshal([]byte(os.Getenv(envArgv)), &argv); err != nil || len(argv) == 0 {
-		fmt.Fprintln(os.Stderr, "exec helper: bad argv")
-		return 120
-	}
-	if s := os.Getenv(envMemlock); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "exec helper: bad memlock")
-			return 120
-		}
-		if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: n, Max: n}); err != nil {
-			fmt.Fprintln(os.Stderr, "exec helper: setrlimit RLIMIT_MEMLOCK:", err)
-			return 120
-		}
-	}
-	if os.Getenv(envCore) == "max" {
-		var rl unix.Rlimit
-		if err := unix.Getrlimit(unix.RLIMIT_CORE, &rl); err != nil {
-			fmt.Fprintln(os.Stderr, "exec helper: getrlimit RLIMIT_CORE:", err)
-			return 120
-		}
-		rl.Cur = rl.Max
-		if err := unix.Setrlimit(unix.RLIMIT_CORE, &rl); err != nil {
-			fmt.Fprintln(os.Stderr, "exec helper: setrlimit RLIMIT_CORE:", err)
-			return 120
-		}
-	}
-	if p := os.Getenv(envCgroup); p != "" {
-		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-			fmt.Fprintln(os.Stderr, "exec helper: join cgroup:", err)
-			return 120
-		}
-	}
-	var env []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "ACCEPT_") {
-			env = append(env, e)
-		}
-	}
-	err := syscall.Exec(argv[0], argv, env)
-	fmt.Fprintln(os.Stderr, "exec helper: exec:", err)
-	return 120
 }

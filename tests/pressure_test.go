@@ -49,21 +49,21 @@ func runPressure(t *testing.T) pressure {
 	pr := pressure{version: cg.info.version, refused: map[string]int{}}
 	st := newStats()
 	d := newDaemon(t, bins.vaultd, false)
-	d.args = []string{"--arena-size", "4194304"}
-	d.cgroupProcs = cg.procs()
-	d.start()
+	d.Args = []string{"--arena-size", "4194304"}
+	d.CgroupProcs = cg.procs()
+	d.Start()
 	var err error
 	if pr.idle, err = cg.usage(); err != nil {
 		t.Fatalf("cgroup usage: %v", err)
 	}
-	if es := statusOf(d.stop(syscall.SIGTERM)); es.code != 0 || es.signal != 0 {
+	if es := statusOf(d.Stop(syscall.SIGTERM)); es.Code != 0 || es.Signal != 0 {
 		t.Fatalf("idle vaultd: %v", es)
 	}
 	pr.limit = pr.idle + 8<<20
 	if err := cg.setLimit(pr.limit); err != nil {
 		t.Fatalf("set the memory limit: %v", err)
 	}
-	d.start()
+	d.Start()
 
 	// The load: 16 distinct values of 32 KiB per grant, each starting with
 	// a canary, from 8 connections at once.
@@ -84,7 +84,7 @@ func runPressure(t *testing.T) pressure {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := api.Dial(d.sock)
+			c, err := api.Dial(d.Sock)
 			if err != nil {
 				return
 			}
@@ -128,16 +128,19 @@ func runPressure(t *testing.T) pressure {
 	// Near its limit a cgroup reclaims page cache — vaultd's own text
 	// included — before the OOM killer acts, so a grant may time out while
 	// the kernel thrashes; that is acceptable only if the OOM killer then
-	// ends the daemon. A daemon that answered everything is stopped
-	// (SIGTERM); the OOM killer may still strike while it stops.
-	if g.unanswered > 0 && !d.exitedWithin(30*time.Second) {
-		pr.violations = append(pr.violations, fmt.Sprintf("%d grants got no answer within 10 s and the daemon was neither OOM-killed nor answering 30 s later", g.unanswered))
+	// ends the daemon. On a busy machine (other suites running beside
+	// this one) the thrashing was seen to outlast 30 s before the OOM
+	// killer struck, so the bound is 90 s. A daemon that answered
+	// everything is stopped (SIGTERM); the OOM killer may still strike
+	// while it stops.
+	if g.unanswered > 0 && !d.ExitedWithin(90*time.Second) {
+		pr.violations = append(pr.violations, fmt.Sprintf("%d grants got no answer within 10 s and the daemon was neither OOM-killed nor answering 90 s later", g.unanswered))
 	}
 	pr.outcome = "refused"
-	if !d.alive() {
+	if !d.Alive() {
 		pr.outcome = "oom-killed"
 	}
-	pr.exit = statusOf(d.stop(syscall.SIGTERM))
+	pr.exit = statusOf(d.Stop(syscall.SIGTERM))
 	pr.oomKills, _ = cg.oomKills()
 	pr.limitHits, _ = cg.limitHits()
 	pr.peak, _ = cg.peak()
@@ -146,7 +149,7 @@ func runPressure(t *testing.T) pressure {
 		if g.unanswered > 0 {
 			pr.violations = append(pr.violations, fmt.Sprintf("%d grants got no answer, yet the daemon lived and stopped cleanly", g.unanswered))
 		}
-	case pr.exit.signal == syscall.SIGKILL && pr.oomKills > 0:
+	case pr.exit.Signal == syscall.SIGKILL && pr.oomKills > 0:
 		pr.outcome = "oom-killed"
 	default:
 		pr.violations = append(pr.violations, fmt.Sprintf("vaultd under memory pressure ended with %v, oom_kill %d: neither a clean stop nor the OOM killer", pr.exit, pr.oomKills))
@@ -154,18 +157,18 @@ func runPressure(t *testing.T) pressure {
 	if pr.limitHits == 0 && pr.oomKills == 0 && len(pr.refused) == 0 && pr.peak < pr.limit {
 		pr.violations = append(pr.violations, fmt.Sprintf("the memory limit of %d bytes never bit (peak %d): the load exerted no pressure", pr.limit, pr.peak))
 	}
-	if bytes.Contains(d.allLogs(), []byte("panic:")) || bytes.Contains(d.allLogs(), []byte("fatal error:")) {
+	if bytes.Contains(d.AllLogs(), []byte("panic:")) || bytes.Contains(d.AllLogs(), []byte("fatal error:")) {
 		pr.violations = append(pr.violations, "vaultd's stderr holds a panic or a fatal error")
 	}
 
 	// Restart outside the cgroup: the crash invariants and the maps.
-	dr := &driver{t: t, rng: rand.New(rand.NewPCG(1, 1)), d: d, cut: newCutter(t, d), g: g, st: st, args: d.args, vals: vals}
+	dr := &driver{t: t, rng: rand.New(rand.NewPCG(1, 1)), d: d, cut: newCutter(t, d), g: g, st: st, args: d.Args, vals: vals}
 	dr.recover()
 	pr.invariants = st.invariants
 	pr.opens = st.opens
 	pr.violations = append(pr.violations, st.violations...)
-	d.stop(syscall.SIGTERM)
-	rep, err := newScanner(vals).scanTrees([]string{d.base}, nil)
+	d.Stop(syscall.SIGTERM)
+	rep, err := newScanner(vals).scanTrees([]string{d.Base}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,14 +205,14 @@ func notProven(t *testing.T, d *daemon, limit uint64) []string {
 	var v []string
 	bad := func(format string, args ...any) { v = append(v, fmt.Sprintf(format, args...)) }
 	c := newCutter(t, d)
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.pid()))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(status), "\nUid:\t"+strconv.Itoa(nobody)+"\t") || !strings.Contains(string(status), "\nCapEff:\t0000000000000000") {
 		t.Fatalf("vaultd does not run as uid %d without capabilities:\n%s", nobody, status)
 	}
-	limits, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", d.pid()))
+	limits, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", d.Pid()))
 	if got := limitLine(limits, "Max locked memory"); got != fmt.Sprintf("%d %d", limit, limit) {
 		t.Fatalf("vaultd's memlock limit is %q, want %d", got, limit)
 	}
@@ -236,7 +239,7 @@ func notProven(t *testing.T, d *daemon, limit uint64) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := d.client()
+	cl := clientOf(d)
 	if _, err := cl.CreateLease(bg, service.CreateRequest{Run: "run-r2", Attempt: 1, Target: "https://model.example/r2", Purpose: "dependency-triage",
 		SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: time.Hour, Values: sealed}); !isCode(err, receipts.VaultProfileNotProven) {
 		bad("a grant through the API: %v", err)
@@ -247,10 +250,10 @@ func notProven(t *testing.T, d *daemon, limit uint64) []string {
 	if r := c.run("lease", "list", "--json"); r.code != 0 {
 		bad("cut lease list, which needs no secret, failed: %v", r)
 	}
-	if es := statusOf(d.stop(syscall.SIGTERM)); es.code != 0 || es.signal != 0 {
+	if es := statusOf(d.Stop(syscall.SIGTERM)); es.Code != 0 || es.Signal != 0 {
 		bad("vaultd stopped with %v", es)
 	}
-	logs := d.allLogs()
+	logs := d.AllLogs()
 	for _, s := range []string{"panic", "goroutine ", "runtime.", "fatal error"} {
 		if bytes.Contains(logs, []byte(s)) {
 			bad("vaultd's stderr holds %q: a panic or a traceback", s)
@@ -262,7 +265,7 @@ func notProven(t *testing.T, d *daemon, limit uint64) []string {
 			bad("stderr line %d is not a JSON log record", i+1)
 		}
 	}
-	if rep, err := newScanner(can.all()).scanTrees([]string{d.base}, nil); err != nil || len(rep.hits) > 0 {
+	if rep, err := newScanner(can.all()).scanTrees([]string{d.Base}, nil); err != nil || len(rep.hits) > 0 {
 		bad("owner values in written bytes: %v %s", err, hitsSummary(rep.hits))
 	}
 	return v
@@ -294,10 +297,10 @@ func TestR2MemlockBelowArena(t *testing.T) {
 					requireFacility(t, facMemfdSecret)
 				}
 				d := newDaemon(t, bin, true)
-				d.memlock = limit
-				d.env = env
-				d.args = []string{"--arena-size", strconv.Itoa(arenaSize), "--allow-uid", "0"}
-				d.start()
+				d.Memlock = limit
+				d.Env = env
+				d.Args = []string{"--arena-size", strconv.Itoa(arenaSize), "--allow-uid", "0"}
+				d.Start()
 				for _, v := range notProven(t, d, limit) {
 					t.Error(v)
 				}

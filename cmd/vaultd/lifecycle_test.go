@@ -75,17 +75,17 @@ func wantKilled(t *testing.T, err error) {
 // the map), claim and consume.
 func twoBoot(t *testing.T, sig syscall.Signal) {
 	d := newDaemon(t, false)
-	d.start()
+	d.Start()
 	c := d.client()
 	ps, vals := canaryPairs("boot", 3)
 	res := grant(t, c, ps, false)
-	err := d.stop(sig)
+	err := d.Stop(sig)
 	if sig == syscall.SIGTERM {
 		wantExit0(t, err)
 	} else {
 		wantKilled(t, err)
 	}
-	d.start()
+	d.Start()
 	c = d.client()
 	bindLease(t, c, res)
 	ret := "sha256:" + randHex(32)
@@ -106,16 +106,16 @@ func TestC2SIGKILLAfterGrant(t *testing.T) { twoBoot(t, syscall.SIGKILL) }
 // its logs.
 func checkNoCanary(t *testing.T, d *daemon, vals [][]byte) {
 	t.Helper()
-	for _, dir := range []string{d.state, d.keys} {
+	for _, dir := range []string{d.State, d.Keys} {
 		hits, err := vaulttest.ScanDir(dir, vals)
 		if err != nil || len(hits) > 0 {
 			t.Errorf("values in %s: %v %v", dir, hits, err)
 		}
 	}
-	if hits := vaulttest.Find(d.allLogs(), vals); len(hits) > 0 {
+	if hits := vaulttest.Find(d.AllLogs(), vals); len(hits) > 0 {
 		t.Errorf("values in the daemon's logs: %v", hits)
 	}
-	checkJSONLog(t, d.allLogs())
+	checkJSONLog(t, d.AllLogs())
 }
 
 // checkJSONLog checks that every stderr line of the daemon is a JSON
@@ -144,27 +144,27 @@ func TestAllowListDaemon(t *testing.T) {
 		{[]string{"--allow-uid", "0", "--allow-uid", "65534"}, "ok"},
 	} {
 		d := newDaemon(t, false)
-		d.args = tc.allow
-		d.start()
-		os.Chmod(filepath.Dir(d.sock), 0o711)
-		os.Chmod(d.sock, 0o666)
+		d.Args = tc.allow
+		d.Start()
+		os.Chmod(filepath.Dir(d.Sock), 0o711)
+		os.Chmod(d.Sock, 0o666)
 		cmd := exec.Command(helper)
-		cmd.Env = []string{envHelper + "=dial", envSock + "=" + d.sock}
+		cmd.Env = []string{envHelper + "=dial", envSock + "=" + d.Sock}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		out, err := cmd.CombinedOutput()
 		if err != nil || strings.TrimSpace(string(out)) != tc.want {
 			t.Fatalf("uid %d with %v: %q %v, want %s", nobody, tc.allow, out, err, tc.want)
 		}
 		if tc.want == "refused" {
-			if !bytes.Contains(d.log.Bytes(), []byte("peer uid not on the allow-list")) {
-				t.Errorf("the refusal is not logged:\n%s", d.log.Bytes())
+			if !bytes.Contains(d.Log(), []byte("peer uid not on the allow-list")) {
+				t.Errorf("the refusal is not logged:\n%s", d.Log())
 			}
 			if p := d.status(); p.Profile != "accepted" {
 				t.Errorf("status after the refusal: %s", p.Profile)
 			}
 		}
-		wantExit0(t, d.stop(syscall.SIGTERM))
-		checkJSONLog(t, d.allLogs())
+		wantExit0(t, d.Stop(syscall.SIGTERM))
+		checkJSONLog(t, d.AllLogs())
 	}
 }
 
@@ -173,20 +173,20 @@ func TestAllowListDaemon(t *testing.T) {
 // unchanged.
 func TestC4ExpiryAcrossRestart(t *testing.T) {
 	d := newDaemon(t, false)
-	d.bin = vaultdCP
-	d.args = []string{"--max-lease", "2h"}
-	d.start()
+	d.Bin = vaultdCP
+	d.Args = []string{"--max-lease", "2h"}
+	d.Start()
 	c := d.client()
 	ps, _ := canaryPairs("c4", 2)
 	res := grant(t, c, ps, true)
 	before := showLease(t, d, res.Lease.ID)
-	wantExit0(t, d.stop(syscall.SIGTERM))
+	wantExit0(t, d.Stop(syscall.SIGTERM))
 	if _, err := os.Stat(wrapPath(d, res.Lease.ID)); err != nil {
 		t.Fatalf("key before the restart: %v", err)
 	}
 
-	d.env = []string{"VAULTD_TEST_CLOCK_OFFSET=90m"}
-	d.start()
+	d.Env = []string{"VAULTD_TEST_CLOCK_OFFSET=90m"}
+	d.Start()
 	after := showLease(t, d, res.Lease.ID)
 	if after.Lease.State != lease.Expired || after.Key != service.KeyDestroyed || !after.Lease.KeyDestroyed {
 		t.Fatalf("after the restart: %v key %v", after.Lease.State, after.Key)
@@ -209,23 +209,23 @@ func TestC4ExpiryAcrossRestart(t *testing.T) {
 // expired.
 func TestC5ClockSetBack(t *testing.T) {
 	d := newDaemon(t, false)
-	d.bin = vaultdCP
-	d.args = []string{"--max-lease", "2h"}
-	d.start()
+	d.Bin = vaultdCP
+	d.Args = []string{"--max-lease", "2h"}
+	d.Start()
 	c := d.client()
 	ps, _ := canaryPairs("c5", 1)
 	res := grant(t, c, ps, true)
-	wantExit0(t, d.stop(syscall.SIGTERM))
+	wantExit0(t, d.Stop(syscall.SIGTERM))
 
 	// Boot with the clock 90 minutes ahead, touching nothing: the vault
 	// sees that time.
-	d.env = []string{"VAULTD_TEST_CLOCK_OFFSET=90m"}
-	d.start()
-	wantExit0(t, d.stop(syscall.SIGTERM))
+	d.Env = []string{"VAULTD_TEST_CLOCK_OFFSET=90m"}
+	d.Start()
+	wantExit0(t, d.Stop(syscall.SIGTERM))
 
 	// Boot with the clock set back three hours.
-	d.env = []string{"VAULTD_TEST_CLOCK_OFFSET=-3h"}
-	d.start()
+	d.Env = []string{"VAULTD_TEST_CLOCK_OFFSET=-3h"}
+	d.Start()
 	in := showLease(t, d, res.Lease.ID)
 	if in.Lease.State != lease.Expired || in.Key != service.KeyDestroyed {
 		t.Fatalf("clock set back: %v key %v", in.Lease.State, in.Key)
@@ -250,12 +250,12 @@ func showLease(t *testing.T, d *daemon, id string) service.Info {
 }
 
 func wrapPath(d *daemon, id string) string {
-	m, _ := vaulttest.ReadMaterial(d.keys)
+	m, _ := vaulttest.ReadMaterial(d.Keys)
 	e := m.Epoch
 	if e == 0 {
 		e = 1
 	}
-	return filepath.Join(d.keys, "dek", strings.TrimPrefix(id, "pcl:")+"."+itoa(e))
+	return filepath.Join(d.Keys, "dek", strings.TrimPrefix(id, "pcl:")+"."+itoa(e))
 }
 
 func itoa(n uint64) string {
@@ -277,7 +277,7 @@ func itoa(n uint64) string {
 // leases LEASE_UNRECOVERABLE.
 func TestKeysAndErasure(t *testing.T) {
 	d := newDaemon(t, false)
-	d.start()
+	d.Start()
 	c := d.client()
 	psA, valsA := canaryPairs("ka", 3)
 	psB, valsB := canaryPairs("kb", 3)
@@ -290,7 +290,7 @@ func TestKeysAndErasure(t *testing.T) {
 		t.Fatalf("backup: exit %d %s", code, errb)
 	}
 	raw, _ := os.ReadFile(bk)
-	mat, err := vaulttest.ReadMaterial(d.keys)
+	mat, err := vaulttest.ReadMaterial(d.Keys)
 	if err != nil || len(mat.DEKs) != 2 {
 		t.Fatalf("key material: %d data keys, %v", len(mat.DEKs), err)
 	}
@@ -299,7 +299,7 @@ func TestKeysAndErasure(t *testing.T) {
 			t.Errorf("K1: the backup holds a key")
 		}
 	}
-	keyFiles, _ := vaulttest.Files(d.keys)
+	keyFiles, _ := vaulttest.Files(d.Keys)
 	for p, content := range keyFiles {
 		// Every key and wrap file; the pointer ("1\n") is public.
 		if len(content) >= 32 && bytes.Contains(raw, content) {
@@ -330,14 +330,14 @@ func TestKeysAndErasure(t *testing.T) {
 	if code, _, errb := d.cut("vault", "rotate"); code != cli.ExitOK {
 		t.Fatalf("rotate: exit %d %s", code, errb)
 	}
-	if _, err := os.Stat(filepath.Join(d.keys, "epoch-1.key")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(d.Keys, "epoch-1.key")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("K3: the old epoch key survived")
 	}
-	oldWrap := filepath.Join(d.keys, "dek", strings.TrimPrefix(b.Lease.ID, "pcl:")+".1")
+	oldWrap := filepath.Join(d.Keys, "dek", strings.TrimPrefix(b.Lease.ID, "pcl:")+".1")
 	if _, err := os.Stat(oldWrap); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("K3: the old wrap survived")
 	}
-	newMat, err := vaulttest.ReadMaterial(d.keys)
+	newMat, err := vaulttest.ReadMaterial(d.Keys)
 	if err != nil || newMat.Epoch != 2 || len(newMat.EpochKeys) != 1 {
 		t.Fatalf("after rotation: epoch %d, %d epoch keys, %v", newMat.Epoch, len(newMat.EpochKeys), err)
 	}
@@ -347,11 +347,11 @@ func TestKeysAndErasure(t *testing.T) {
 	}
 
 	// K5: the key directory is lost.
-	wantExit0(t, d.stop(syscall.SIGTERM))
-	if err := os.RemoveAll(d.keys); err != nil {
+	wantExit0(t, d.Stop(syscall.SIGTERM))
+	if err := os.RemoveAll(d.Keys); err != nil {
 		t.Fatal(err)
 	}
-	d.start()
+	d.Start()
 	c = d.client()
 	_, err = c.Claim(bg, b.Lease.ID, claimReq("sha256:"+randHex(32)))
 	if service.CodeOf(err) != receipts.LeaseUnrecoverable {
@@ -367,27 +367,27 @@ func TestKeysAndErasure(t *testing.T) {
 // rotation does not unwrap anything under the keys that remain after it.
 func TestK3CapturedKeyStore(t *testing.T) {
 	d := newDaemon(t, false)
-	d.start()
+	d.Start()
 	c := d.client()
 	ps, _ := canaryPairs("k3", 2)
 	res := grant(t, c, ps, true)
 	capture := filepath.Join(t.TempDir(), "captured")
-	if err := os.CopyFS(capture, os.DirFS(d.keys)); err != nil {
+	if err := os.CopyFS(capture, os.DirFS(d.Keys)); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errb := d.cut("vault", "rotate"); code != cli.ExitOK {
 		t.Fatalf("rotate: %d %s", code, errb)
 	}
-	wantExit0(t, d.stop(syscall.SIGTERM))
+	wantExit0(t, d.Stop(syscall.SIGTERM))
 	// Plant the captured wrap under the current epoch's name.
 	old, err := os.ReadFile(filepath.Join(capture, "dek", strings.TrimPrefix(res.Lease.ID, "pcl:")+".1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(d.keys, "dek", strings.TrimPrefix(res.Lease.ID, "pcl:")+".2"), old, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(d.Keys, "dek", strings.TrimPrefix(res.Lease.ID, "pcl:")+".2"), old, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d.start()
+	d.Start()
 	_, err = d.client().Claim(bg, res.Lease.ID, claimReq("sha256:"+randHex(32)))
 	if service.CodeOf(err) != receipts.LeaseUnrecoverable {
 		t.Errorf("captured wrap under the current key: %v, want LEASE_UNRECOVERABLE", err)
@@ -417,25 +417,25 @@ func TestK4RotationCrashPoints(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.point, func(t *testing.T) {
 			d := newDaemon(t, false)
-			d.bin = vaultdCP
-			d.start()
+			d.Bin = vaultdCP
+			d.Start()
 			c := d.client()
 			var ids []string
 			for range 3 {
 				ps, _ := canaryPairs("k4", 2)
 				ids = append(ids, grant(t, c, ps, true).Lease.ID)
 			}
-			wantExit0(t, d.stop(syscall.SIGTERM))
+			wantExit0(t, d.Stop(syscall.SIGTERM))
 
-			d.env = []string{"VAULTD_CRASHPOINT=" + tc.point}
-			d.start()
+			d.Env = []string{"VAULTD_CRASHPOINT=" + tc.point}
+			d.Start()
 			if code, _, _ := d.cut("vault", "rotate"); code == cli.ExitOK {
 				t.Fatalf("rotate succeeded through the crash point")
 			}
-			wantKilled(t, d.wait())
+			wantKilled(t, d.Wait(30*time.Second))
 
-			d.env = nil
-			d.start()
+			d.Env = nil
+			d.Start()
 			checkOneEpoch(t, d, tc.epoch, len(ids))
 			c = d.client()
 			for _, id := range ids {
@@ -454,7 +454,7 @@ func TestK4RotationCrashPoints(t *testing.T) {
 // checkOneEpoch checks the key directory after recovery.
 func checkOneEpoch(t *testing.T, d *daemon, epoch uint64, wraps int) {
 	t.Helper()
-	m, err := vaulttest.ReadMaterial(d.keys)
+	m, err := vaulttest.ReadMaterial(d.Keys)
 	if err != nil {
 		t.Fatalf("key directory: %v", err)
 	}
@@ -464,13 +464,13 @@ func checkOneEpoch(t *testing.T, d *daemon, epoch uint64, wraps int) {
 	if len(m.DEKs) != wraps {
 		t.Errorf("%d wrapped keys under the current epoch, want %d", len(m.DEKs), wraps)
 	}
-	ents, _ := os.ReadDir(filepath.Join(d.keys, "dek"))
+	ents, _ := os.ReadDir(filepath.Join(d.Keys, "dek"))
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), "."+itoa(epoch)) {
 			t.Errorf("stray file dek/%s after recovery", e.Name())
 		}
 	}
-	top, _ := os.ReadDir(d.keys)
+	top, _ := os.ReadDir(d.Keys)
 	for _, e := range top {
 		if strings.HasSuffix(e.Name(), ".tmp") {
 			t.Errorf("temporary file %s after recovery", e.Name())
@@ -527,9 +527,9 @@ func TestTransitionCrashPoints(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.point, func(t *testing.T) {
 			d := newDaemon(t, false)
-			d.bin = vaultdCP
-			d.env = []string{"VAULTD_CRASHPOINT=" + tc.point + ":1"}
-			d.start()
+			d.Bin = vaultdCP
+			d.Env = []string{"VAULTD_CRASHPOINT=" + tc.point + ":1"}
+			d.Start()
 			c := d.client()
 			var res service.CreateResult
 			ret := "sha256:" + randHex(32)
@@ -539,9 +539,9 @@ func TestTransitionCrashPoints(t *testing.T) {
 					t.Fatalf("step %d: %v (only the last step may fail, and it must)", i, err)
 				}
 			}
-			wantKilled(t, d.wait())
-			d.env = nil
-			d.start()
+			wantKilled(t, d.Wait(30*time.Second))
+			d.Env = nil
+			d.Start()
 			leases := d.list()
 			if tc.state == 0 {
 				if len(leases) != 0 {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/privacycut/privacycut/internal/cli"
 	"github.com/privacycut/privacycut/receipts"
@@ -44,13 +45,13 @@ func needMemfdSecret(t *testing.T) {
 func TestP1MemfdSecretArena(t *testing.T) {
 	needMemfdSecret(t)
 	d := newDaemon(t, false)
-	d.args = []string{"--arena-size", "1048576"}
-	d.start()
+	d.Args = []string{"--arena-size", "1048576"}
+	d.Start()
 	p := d.status()
 	if p.Profile != "accepted" || p.Arena.Kind != "memfd_secret" || p.Arena.Bytes != 1<<20 || !p.Arena.Locked {
 		t.Fatalf("status: %+v", p)
 	}
-	run, before, after := arenaRun(t, readSmaps(t, d.pid()), func(m mapping) bool { return m.path == "/secretmem (deleted)" })
+	run, before, after := arenaRun(t, readSmaps(t, d.Pid()), func(m mapping) bool { return m.path == "/secretmem (deleted)" })
 	var total uint64
 	for _, m := range run {
 		total += m.size()
@@ -73,15 +74,15 @@ func TestP1MemfdSecretArena(t *testing.T) {
 // it.
 func TestP2MlockFallback(t *testing.T) {
 	d := newDaemon(t, false)
-	d.bin = vaultdCP
-	d.env = []string{"VAULTD_TEST_ARENA_FALLBACK=1"}
-	d.args = []string{"--arena-size", "1048576"}
-	d.start()
+	d.Bin = vaultdCP
+	d.Env = []string{"VAULTD_TEST_ARENA_FALLBACK=1"}
+	d.Args = []string{"--arena-size", "1048576"}
+	d.Start()
 	p := d.status()
 	if p.Profile != "accepted" || p.Arena.Kind != "mlock" || !p.Arena.Locked {
 		t.Fatalf("status: %+v", p)
 	}
-	run, before, after := arenaRun(t, readSmaps(t, d.pid()), func(m mapping) bool {
+	run, before, after := arenaRun(t, readSmaps(t, d.Pid()), func(m mapping) bool {
 		return m.path == "" && m.flags["lo"] && m.flags["dd"]
 	})
 	var total uint64
@@ -97,7 +98,7 @@ func TestP2MlockFallback(t *testing.T) {
 	if before.perms != "---p" || after.perms != "---p" {
 		t.Errorf("guards %q %q, want ---p", before.perms, after.perms)
 	}
-	if lck := kB(t, statusField(t, d.pid(), "VmLck")); lck < 1<<20 {
+	if lck := kB(t, statusField(t, d.Pid(), "VmLck")); lck < 1<<20 {
 		t.Errorf("VmLck %d below the arena", lck)
 	}
 }
@@ -108,9 +109,9 @@ func TestP2MlockFallback(t *testing.T) {
 func TestP3Hardened(t *testing.T) {
 	needRoot(t)
 	d := newDaemon(t, true)
-	d.args = []string{"--arena-size", "262144", "--allow-uid", "0"}
-	d.start()
-	pid := d.pid()
+	d.Args = []string{"--arena-size", "262144", "--allow-uid", "0"}
+	d.Start()
+	pid := d.Pid()
 	if uid := strings.Fields(statusField(t, pid, "Uid"))[0]; uid != strconv.Itoa(nobody) {
 		t.Fatalf("vaultd runs as uid %s, want %d", uid, nobody)
 	}
@@ -152,9 +153,9 @@ func TestP3Hardened(t *testing.T) {
 func TestP4MemlockBelowArena(t *testing.T) {
 	needRoot(t)
 	d := newDaemon(t, true)
-	d.memlock = 64 << 10
-	d.args = []string{"--arena-size", "1048576", "--allow-uid", "0"}
-	d.start()
+	d.Memlock = 64 << 10
+	d.Args = []string{"--arena-size", "1048576", "--allow-uid", "0"}
+	d.Start()
 	p := d.status()
 	if p.Profile != "not_proven" || !contains(p.Reasons, "arena_locked") || !contains(p.Reasons, "arena") || p.Arena.Kind != "none" {
 		t.Fatalf("status: %s reasons %v arena %+v", p.Profile, p.Reasons, p.Arena)
@@ -182,11 +183,11 @@ func TestP4MemlockBelowArena(t *testing.T) {
 	if code, _, errb := d.cut("lease", "list"); code != cli.ExitOK {
 		t.Errorf("cut lease list: exit %d %s", code, errb)
 	}
-	if err := d.stop(syscall.SIGTERM); err != nil {
+	if err := d.Stop(syscall.SIGTERM); err != nil {
 		t.Errorf("vaultd exit: %v", err)
 	}
-	if bytes.Contains(d.allLogs(), []byte("panic")) || bytes.Contains(d.allLogs(), []byte("goroutine ")) {
-		t.Errorf("vaultd log holds a panic:\n%s", d.allLogs())
+	if bytes.Contains(d.AllLogs(), []byte("panic")) || bytes.Contains(d.AllLogs(), []byte("goroutine ")) {
+		t.Errorf("vaultd log holds a panic:\n%s", d.AllLogs())
 	}
 }
 
@@ -204,9 +205,9 @@ func TestP5Traceback(t *testing.T) {
 	for _, level := range []string{"all", "system", "crash"} {
 		t.Run(level, func(t *testing.T) {
 			d := newDaemon(t, false)
-			d.env = []string{"GOTRACEBACK=" + level}
-			d.args = []string{"--arena-size", "65536"}
-			d.start()
+			d.Env = []string{"GOTRACEBACK=" + level}
+			d.Args = []string{"--arena-size", "65536"}
+			d.Start()
 			p := d.status()
 			if p.Profile != "not_proven" || len(p.Reasons) != 1 || p.Reasons[0] != "traceback" || p.Traceback != level {
 				t.Fatalf("status: %s reasons %v traceback %q", p.Profile, p.Reasons, p.Traceback)
@@ -250,14 +251,14 @@ func TestP6NoMlockall(t *testing.T) {
 		}
 	}
 	d := newDaemon(t, false)
-	d.args = []string{"--arena-size", "1048576"}
-	d.start()
+	d.Args = []string{"--arena-size", "1048576"}
+	d.Start()
 	c := d.client()
 	ps, _ := canaryPairs("p6", 3)
 	for range 20 {
 		grant(t, c, ps, true)
 	}
-	lck := kB(t, statusField(t, d.pid(), "VmLck"))
+	lck := kB(t, statusField(t, d.Pid(), "VmLck"))
 	if lck < 1<<20 || lck > 1<<20+256<<10 {
 		t.Errorf("VmLck %d kB with a 1024 kB arena: something else is locked", lck/1024)
 	}
@@ -270,8 +271,8 @@ func TestP6NoMlockall(t *testing.T) {
 func TestP7ExhaustionAndMemoryScan(t *testing.T) {
 	needRoot(t)
 	d := newDaemon(t, false)
-	d.args = []string{"--arena-size", "65536"}
-	d.start()
+	d.Args = []string{"--arena-size", "65536"}
+	d.Start()
 	c := d.client()
 	var big []seal.Pair
 	var bigVals [][]byte
@@ -287,7 +288,7 @@ func TestP7ExhaustionAndMemoryScan(t *testing.T) {
 	if _, err := c.CreateLease(bg, createReq(sealed, 0)); service.CodeOf(err) != receipts.LimitExceeded {
 		t.Fatalf("grant past the arena: %v, want LIMIT_EXCEEDED", err)
 	}
-	hits, scanned, _ := scanMemory(t, d.pid(), bigVals)
+	hits, scanned, _ := scanMemory(t, d.Pid(), bigVals)
 	if len(hits) > 0 {
 		t.Errorf("refused values in the daemon's memory: %v", hits)
 	}
@@ -296,7 +297,7 @@ func TestP7ExhaustionAndMemoryScan(t *testing.T) {
 	}
 	ps, vals := canaryPairs("p7", 4)
 	res := grant(t, c, ps, true)
-	if hits, _, _ := scanMemory(t, d.pid(), vals); len(hits) > 0 {
+	if hits, _, _ := scanMemory(t, d.Pid(), vals); len(hits) > 0 {
 		t.Errorf("values of an active lease readable in the daemon's memory: %v", hits)
 	}
 	ret := "sha256:" + randHex(32)
@@ -306,7 +307,7 @@ func TestP7ExhaustionAndMemoryScan(t *testing.T) {
 	if _, err := c.Consume(bg, res.Lease.ID, claimReq(ret)); err != nil {
 		t.Fatal(err)
 	}
-	if hits, _, _ := scanMemory(t, d.pid(), vals); len(hits) > 0 {
+	if hits, _, _ := scanMemory(t, d.Pid(), vals); len(hits) > 0 {
 		t.Errorf("values in the daemon's memory after consume: %v", hits)
 	}
 	// The scan can find what is there: the test process's own copy.
@@ -320,9 +321,9 @@ func TestP7ExhaustionAndMemoryScan(t *testing.T) {
 // handle.
 func TestM5PanicTraceback(t *testing.T) {
 	d := newDaemon(t, false)
-	d.bin = vaultdCP
-	d.env = []string{"VAULTD_CRASHPOINT=" + crash.GrantMapBuilt + ":1:panic"}
-	d.start()
+	d.Bin = vaultdCP
+	d.Env = []string{"VAULTD_CRASHPOINT=" + crash.GrantMapBuilt + ":1:panic"}
+	d.Start()
 	c := d.client()
 	ps, vals := canaryPairs("m5", 4)
 	sealed, err := c.Seal(bg, ps)
@@ -332,12 +333,12 @@ func TestM5PanicTraceback(t *testing.T) {
 	if _, err := c.CreateLease(bg, createReq(sealed, 0)); err == nil {
 		t.Fatalf("CreateLease succeeded through an armed panic")
 	}
-	werr := d.wait()
+	werr := d.Wait(30 * time.Second)
 	var ee *exec.ExitError
 	if !errors.As(werr, &ee) || ee.ExitCode() != 2 {
 		t.Fatalf("vaultd exit: %v, want a panic (exit 2)", werr)
 	}
-	logs := d.allLogs()
+	logs := d.AllLogs()
 	if !bytes.Contains(logs, []byte("panic: crash: armed panic point")) || !bytes.Contains(logs, []byte("goroutine ")) {
 		t.Fatalf("no traceback on stderr:\n%s", logs)
 	}

@@ -1,15 +1,12 @@
 package api
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,173 +28,44 @@ import (
 // builds a link step.
 func buildVaultd(t *testing.T, crashpoints bool) string {
 	t.Helper()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("no go command to build vaultd: %v", err)
-		}
-	}
 	out := filepath.Join(t.TempDir(), "vaultd")
-	args := []string{"build"}
+	tg := vaulttest.Target{Out: out, Pkg: "github.com/privacycut/privacycut/cmd/vaultd"}
 	if crashpoints {
-		args = append(args, "-tags", "crashpoints")
+		tg.Tags = "crashpoints"
 	}
-	args = append(args, "-o", out, "github.com/privacycut/privacycut/cmd/vaultd")
-	if b, err := exec.Command(gobin, args...).CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+	if err := vaulttest.Build([]vaulttest.Target{tg}); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
 
-// logBuffer collects a daemon's stderr.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
-}
-
-// vaultd is one daemon process over directories that survive restarts.
-type vaultd struct {
-	t                 *testing.T
-	bin               string
-	env               []string
-	base              string
-	state, keys, sock string
-	cmd               *exec.Cmd
-	log               *logBuffer
-	logs              [][]byte
-	exited            chan struct{}
-	waitErr           error
-}
-
-func newVaultd(t *testing.T, bin string) *vaultd {
+// newVaultd prepares an installation of bin as station "station-a" with
+// leases of up to two hours.
+func newVaultd(t *testing.T, bin string) *vaulttest.Daemon {
 	t.Helper()
-	base, err := os.MkdirTemp("", "vd-") // short: unix socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	d := &vaultd{t: t, bin: bin, base: base, state: filepath.Join(base, "state"),
-		keys: filepath.Join(base, "keys"), sock: filepath.Join(base, "run", "vault.sock")}
-	t.Cleanup(d.kill)
+	d := vaulttest.NewDaemon(t, bin, false)
+	d.Station, d.Args = "station-a", []string{"--max-lease", "2h"}
 	return d
 }
 
-// start launches vaultd and waits until it serves.
-func (d *vaultd) start() {
-	d.t.Helper()
-	cmd := exec.Command(d.bin, "--state-dir", d.state, "--key-dir", d.keys, "--socket", d.sock,
-		"--station", "station-a", "--max-lease", "2h")
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, d.env...)
-	pr, pw, err := os.Pipe()
+// clientOf dials the daemon's socket; the client is closed when the test
+// ends.
+func clientOf(d *vaulttest.Daemon) *Client {
+	d.T.Helper()
+	c, err := Dial(d.Sock)
 	if err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
-	cmd.Stderr = pw
-	d.log = &logBuffer{}
-	if err := cmd.Start(); err != nil {
-		d.t.Fatalf("start vaultd: %v", err)
-	}
-	pw.Close()
-	d.cmd, d.exited = cmd, make(chan struct{})
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		signalled := false
-		for sc.Scan() {
-			d.log.Write(append(sc.Bytes(), '\n'))
-			if !signalled && strings.Contains(sc.Text(), `"msg":"vaultd: serving"`) {
-				close(ready)
-				signalled = true
-			}
-		}
-		d.waitErr = cmd.Wait()
-		close(d.exited)
-	}()
-	select {
-	case <-ready:
-	case <-d.exited:
-		d.t.Fatalf("vaultd exited before serving: %v\n%s", d.waitErr, d.log.Bytes())
-	case <-time.After(30 * time.Second):
-		d.t.Fatalf("vaultd did not start within 30s\n%s", d.log.Bytes())
-	}
-}
-
-// wait waits for the process to exit and returns Wait's error.
-func (d *vaultd) wait() error {
-	d.t.Helper()
-	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		d.cmd.Process.Kill()
-		<-d.exited
-		d.t.Fatalf("vaultd did not exit within 30s\n%s", d.log.Bytes())
-	}
-	d.logs = append(d.logs, d.log.Bytes())
-	return d.waitErr
-}
-
-func (d *vaultd) stop() error {
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	return d.wait()
-}
-
-func (d *vaultd) kill() {
-	if d.cmd == nil {
-		return
-	}
-	select {
-	case <-d.exited:
-	default:
-		d.cmd.Process.Kill()
-		<-d.exited
-	}
-}
-
-func (d *vaultd) client() *Client {
-	d.t.Helper()
-	c, err := Dial(d.sock)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.t.Cleanup(func() { c.Close() })
+	d.T.Cleanup(func() { c.Close() })
 	return c
 }
 
-// allLogs is the stderr of every run, the current one included.
-func (d *vaultd) allLogs() []byte {
-	var b []byte
-	for _, l := range d.logs {
-		b = append(b, l...)
-	}
-	if d.log != nil && d.cmd != nil {
-		select {
-		case <-d.exited:
-		default:
-			b = append(b, d.log.Bytes()...)
-		}
-	}
-	return b
-}
-
 // wrapsOf lists the key directory's wrapped keys of a lease.
-func (d *vaultd) wrapsOf(id string) []string {
-	d.t.Helper()
-	ents, err := os.ReadDir(filepath.Join(d.keys, "dek"))
+func wrapsOf(d *vaulttest.Daemon, id string) []string {
+	d.T.Helper()
+	ents, err := os.ReadDir(filepath.Join(d.Keys, "dek"))
 	if err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
 	var out []string
 	for _, e := range ents {
@@ -238,8 +106,8 @@ func daemonGrant(t *testing.T, c *Client, ps []seal.Pair) service.CreateResult {
 func TestDaemonRehydrate(t *testing.T) {
 	rel := buildVaultd(t, false)
 	d := newVaultd(t, rel)
-	d.start()
-	c := d.client()
+	d.Start()
+	c := clientOf(d)
 	ek := newEvidenceKey(t)
 	schema := rhSchema("dependency-triage", 3)
 	ps := rhPairs()
@@ -272,7 +140,7 @@ func TestDaemonRehydrate(t *testing.T) {
 	if in, err := c.Show(ctx, a.Lease.ID); err != nil || in.Key != service.KeyDestroyed {
 		t.Errorf("Show: %+v %v", in, err)
 	}
-	if w := d.wrapsOf(a.Lease.ID); len(w) > 0 {
+	if w := wrapsOf(d, a.Lease.ID); len(w) > 0 {
 		t.Errorf("the consumed lease keeps wrapped keys %v", w)
 	}
 	_, err = c.Rehydrate(ctx, rhRequest(t, c, a.Lease.ID, schema, ret, ek))
@@ -323,8 +191,8 @@ func TestDaemonRehydrate(t *testing.T) {
 		}
 	}
 
-	wantExit0(t, d.stop())
-	for _, dir := range []string{d.state, d.keys} {
+	wantExit0(t, d.Stop(syscall.SIGTERM))
+	for _, dir := range []string{d.State, d.Keys} {
 		hits, err := vaulttest.ScanDir(dir, canaries)
 		if err != nil {
 			t.Fatal(err)
@@ -333,10 +201,10 @@ func TestDaemonRehydrate(t *testing.T) {
 			t.Errorf("canaries in %s: %v", dir, hits)
 		}
 	}
-	if hits := vaulttest.Find(d.allLogs(), canaries); len(hits) > 0 {
+	if hits := vaulttest.Find(d.AllLogs(), canaries); len(hits) > 0 {
 		t.Errorf("canaries in the daemon's log: %v", hits)
 	}
-	if !bytes.Contains(d.allLogs(), []byte(`"msg":"vault: lease rehydrated"`)) {
+	if !bytes.Contains(d.AllLogs(), []byte(`"msg":"vault: lease rehydrated"`)) {
 		t.Errorf("the rehydration was not logged")
 	}
 }
@@ -380,9 +248,9 @@ func TestDaemonRehydrateCrashPoints(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.point, func(t *testing.T) {
 			d := newVaultd(t, cp)
-			d.env = []string{"VAULTD_CRASHPOINT=" + tc.point + ":1"}
-			d.start()
-			c := d.client()
+			d.Env = []string{"VAULTD_CRASHPOINT=" + tc.point + ":1"}
+			d.Start()
+			c := clientOf(d)
 			ek := newEvidenceKey(t)
 			schema := rhSchema("dependency-triage", 3)
 			ps := rhPairs()
@@ -391,11 +259,11 @@ func TestDaemonRehydrateCrashPoints(t *testing.T) {
 			if _, err := c.Rehydrate(ctx, rhRequest(t, c, res.Lease.ID, schema, ret, ek)); err == nil {
 				t.Fatalf("the rehydration returned although vaultd was to crash at %s", tc.point)
 			}
-			wantKilled(t, d.wait())
+			wantKilled(t, d.Wait(30*time.Second))
 
-			d.env = nil
-			d.start()
-			c = d.client()
+			d.Env = nil
+			d.Start()
+			c = clientOf(d)
 			infos, err := c.List(ctx)
 			if err != nil {
 				t.Fatalf("List after restart: %v", err)
@@ -412,8 +280,8 @@ func TestDaemonRehydrateCrashPoints(t *testing.T) {
 			}
 			retry := rhRequest(t, c, res.Lease.ID, schema, ret, ek) // resealed to the new boot's key
 			if tc.state == lease.Consumed {
-				if in.Key != service.KeyDestroyed || !in.Lease.KeyDestroyed || len(d.wrapsOf(in.Lease.ID)) > 0 {
-					t.Errorf("terminal lease keeps its key: key %v, recorded %v, wraps %v", in.Key, in.Lease.KeyDestroyed, d.wrapsOf(in.Lease.ID))
+				if in.Key != service.KeyDestroyed || !in.Lease.KeyDestroyed || len(wrapsOf(d, in.Lease.ID)) > 0 {
+					t.Errorf("terminal lease keeps its key: key %v, recorded %v, wraps %v", in.Key, in.Lease.KeyDestroyed, wrapsOf(d, in.Lease.ID))
 				}
 				if _, err := c.Rehydrate(ctx, retry); service.CodeOf(err) != receipts.LeaseNotActive {
 					t.Errorf("retry after a crash past the consume: %v, want LEASE_NOT_ACTIVE", err)

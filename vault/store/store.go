@@ -66,10 +66,10 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, newError("open", ErrIO, err)
 	}
-	if n, err := removeEmptyMemtables(dir); err != nil {
+	if n, err := removeEmptyLogs(dir); err != nil {
 		return nil, newError("open", ErrIO, err)
 	} else if n > 0 && opt.Logger != nil {
-		opt.Logger.Warn("store: removed empty memtable files left by a crash", "files", n)
+		opt.Logger.Warn("store: removed empty log files left by a crash", "files", n)
 	}
 	db, err := badger.Open(badgerOptions(dir, opt.Logger))
 	if err != nil {
@@ -78,16 +78,23 @@ func Open(dir string, opt Options) (*Store, error) {
 	return &Store{db: db}, nil
 }
 
-// removeEmptyMemtables deletes 0-byte memtable (write-ahead log) files. A
-// SIGKILL between Badger's creation of a .mem file and its first truncation
-// leaves one, and Badger v4.9.6 then fails to open the directory
-// (dgraph-io/badger#2207). An empty file holds no entry, so removing it loses
-// nothing; a non-empty one is left for Badger's own replay.
-func removeEmptyMemtables(dir string) (int, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.mem"))
+// removeEmptyLogs deletes 0-byte memtable (write-ahead log, .mem) and value
+// log (.vlog) files. A SIGKILL between Badger's creation of such a file and
+// its first truncation or header write leaves one, and Badger v4.9.6 then
+// fails to open the directory (dgraph-io/badger#2207; the C3 crash suite
+// hit the .vlog case). An empty file holds no entry and nothing can point
+// into it, so removing it loses nothing; a non-empty one is left for
+// Badger's own replay.
+func removeEmptyLogs(dir string) (int, error) {
+	mem, err := filepath.Glob(filepath.Join(dir, "*.mem"))
 	if err != nil {
 		return 0, err
 	}
+	vlog, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil {
+		return 0, err
+	}
+	files := append(mem, vlog...)
 	n := 0
 	for _, f := range files {
 		fi, err := os.Lstat(f)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -432,51 +433,74 @@ func TestDirectoryCreated0700(t *testing.T) {
 	}
 }
 
-// TestOpenAfterEmptyMemtable: a 0-byte memtable file — what a SIGKILL
-// between its creation and its first truncation leaves — does not stop the
-// store from opening (Badger alone fails on it, dgraph-io/badger#2207), and
-// the data already committed is intact.
-func TestOpenAfterEmptyMemtable(t *testing.T) {
-	plant := func() string {
-		dir := t.TempDir()
-		st, err := Open(dir, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("k"), []byte("v")) }); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "99999.mem"), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	// Control: Badger on its own refuses such a directory.
-	if db, err := badger.Open(badgerOptions(plant(), nil)); err == nil {
-		db.Close()
-		t.Log("badger opened a directory with an empty memtable file: #2207 is fixed upstream")
-	}
-	st, err := Open(plant(), Options{})
-	if err != nil {
-		t.Fatalf("open after an empty memtable file: %v", err)
-	}
-	defer st.Close()
-	err = st.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get([]byte("k"))
-		if err != nil {
-			return err
-		}
-		return it.Value(func(v []byte) error {
-			if string(v) != "v" {
-				t.Errorf("value %q", v)
+// TestOpenAfterEmptyLog: a 0-byte memtable or value log file — what a
+// SIGKILL between its creation and its first write leaves — does not stop
+// the store from opening (Badger alone fails on it, dgraph-io/badger#2207),
+// and the data already committed, in the LSM tree and in the value log, is
+// intact.
+func TestOpenAfterEmptyLog(t *testing.T) {
+	big := bytes.Repeat([]byte("v"), 128<<10) // over ValueThreshold: lives in the value log
+	for _, ext := range []string{".mem", ".vlog"} {
+		t.Run(ext, func(t *testing.T) {
+			plant := func() string {
+				dir := t.TempDir()
+				st, err := Open(dir, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.db.Update(func(txn *badger.Txn) error {
+					if err := txn.Set([]byte("k"), []byte("v")); err != nil {
+						return err
+					}
+					return txn.Set([]byte("big"), big)
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
+				// The next file Badger would create: one past the highest.
+				next := 1
+				for _, pat := range []string{"*.mem", "*.vlog"} {
+					fs, _ := filepath.Glob(filepath.Join(dir, pat))
+					for _, f := range fs {
+						var id int
+						fmt.Sscanf(filepath.Base(f), "%d", &id)
+						next = max(next, id+1)
+					}
+				}
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%06d%s", next, ext)), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return dir
 			}
-			return nil
+			// Control: Badger on its own refuses such a directory.
+			if db, err := badger.Open(badgerOptions(plant(), nil)); err == nil {
+				db.Close()
+				t.Logf("badger opened a directory with an empty %s file: #2207 is fixed upstream for it", ext)
+			}
+			st, err := Open(plant(), Options{})
+			if err != nil {
+				t.Fatalf("open after an empty %s file: %v", ext, err)
+			}
+			defer st.Close()
+			for k, want := range map[string][]byte{"k": []byte("v"), "big": big} {
+				err = st.db.View(func(txn *badger.Txn) error {
+					it, err := txn.Get([]byte(k))
+					if err != nil {
+						return err
+					}
+					return it.Value(func(v []byte) error {
+						if !bytes.Equal(v, want) {
+							t.Errorf("%s: value of %d bytes, want %d", k, len(v), len(want))
+						}
+						return nil
+					})
+				})
+				if err != nil {
+					t.Fatalf("%s: %v", k, err)
+				}
+			}
 		})
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

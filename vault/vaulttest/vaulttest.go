@@ -1,6 +1,9 @@
 // Package vaulttest holds helpers for the vault's tests: it reads key
 // material from a key directory by its documented format (independently of
-// package keys) and scans bytes and files for secrets. Only tests import it.
+// package keys), scans bytes and files for secrets, and runs vaultd
+// binaries as test daemons (Daemon: build, start, signal, crash, restart,
+// logs, and an exec helper for uid, rlimit and cgroup changes). Only tests
+// import it.
 //
 // # Security properties
 //
