@@ -12,6 +12,8 @@ type matcher struct {
 	root  [256]int32 // complete transition table of the root
 	// delta is the complete transition table of every state (state<<8 |
 	// byte), built when the automaton is small enough: one lookup per byte.
+	// A transition into a state where some pattern ends is stored
+	// complemented (^state, negative), so that the scan tests one sign.
 	delta []int32
 }
 
@@ -113,6 +115,11 @@ func newMatcher(patterns [][]byte) *matcher {
 				row[k.b] = k.to
 			}
 		}
+		for i, t := range m.delta {
+			if m.nodes[t].out > 0 || m.nodes[t].dict > 0 {
+				m.delta[i] = ^t
+			}
+		}
 	}
 	return m
 }
@@ -149,28 +156,54 @@ func (m *matcher) scan(text []byte, from, to int, fn func(start, end int) bool) 
 	if m.empty() {
 		return
 	}
+	if m.delta != nil {
+		m.scanDense(text, from, to, fn)
+		return
+	}
 	s := int32(0)
 	for i := from; i < to; i++ {
-		c := text[i]
-		if m.delta != nil {
-			s = m.delta[int(s)<<8|int(c)]
-		} else {
-			s = m.stepFail(s, c)
-		}
+		s = m.stepFail(s, text[i])
 		if s == 0 || (m.nodes[s].out == 0 && m.nodes[s].dict <= 0) {
 			continue
 		}
-		o := s
-		if m.nodes[o].out == 0 {
-			o = m.nodes[o].dict
-		}
-		for o > 0 {
-			if !fn(i+1-int(m.nodes[o].out), i+1) {
-				return
-			}
-			o = m.nodes[o].dict
+		if !m.report(s, i+1, fn) {
+			return
 		}
 	}
+}
+
+// scanDense is scan with the complete transition table: one lookup and one
+// sign test per byte.
+func (m *matcher) scanDense(text []byte, from, to int, fn func(start, end int) bool) {
+	delta := m.delta
+	s := int32(0)
+	for i := from; i < to; i++ {
+		t := delta[int(s)<<8|int(text[i])]
+		if t >= 0 {
+			s = t
+			continue
+		}
+		s = ^t
+		if !m.report(s, i+1, fn) {
+			return
+		}
+	}
+}
+
+// report gives fn every pattern that ends at end in state s; it returns
+// false when fn asks to stop.
+func (m *matcher) report(s int32, end int, fn func(start, end int) bool) bool {
+	o := s
+	if m.nodes[o].out == 0 {
+		o = m.nodes[o].dict
+	}
+	for o > 0 {
+		if !fn(end-int(m.nodes[o].out), end) {
+			return false
+		}
+		o = m.nodes[o].dict
+	}
+	return true
 }
 
 // stepFail follows fail links until a transition on c exists.

@@ -20,26 +20,40 @@ const attachSupported = true
 // it. The plugin maps it read-only; what it verifies can then be neither
 // changed nor copied through the gRPC transport.
 func makeAttachment(inputs [nInputs][]byte) (*os.File, error) {
-	fd, err := unix.MemfdCreate("privacycut-verifier-inputs", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	f, err := newAttachment()
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), "privacycut-verifier-inputs")
-	for _, in := range inputs {
-		if _, err := f.Write(in); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, attachSeals); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if _, err := f.Seek(0, 0); err != nil {
+	if err := fillAttachment(f, inputs); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
+}
+
+// newAttachment creates the empty memfd of an attachment.
+func newAttachment() (*os.File, error) {
+	fd, err := unix.MemfdCreate("privacycut-verifier-inputs", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "privacycut-verifier-inputs"), nil
+}
+
+// fillAttachment writes the inputs, concatenated, into the memfd f and
+// seals it. A plugin that holds f maps it only once asked to verify, and
+// refuses it unless it is sealed and of the declared size.
+func fillAttachment(f *os.File, inputs [nInputs][]byte) error {
+	for _, in := range inputs {
+		if _, err := f.Write(in); err != nil {
+			return err
+		}
+	}
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, attachSeals); err != nil {
+		return err
+	}
+	_, err := f.Seek(0, 0)
+	return err
 }
 
 var errAttachment = errors.New("verifier: attachment is missing, unsealed or of the wrong size")
@@ -68,7 +82,7 @@ func openAttachment(fd int, sizes []uint64) ([]byte, func(), error) {
 	if total == 0 {
 		return []byte{}, func() {}, nil
 	}
-	b, err := unix.Mmap(fd, 0, int(total), unix.PROT_READ, unix.MAP_SHARED)
+	b, err := unix.Mmap(fd, 0, int(total), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, nil, errAttachment
 	}

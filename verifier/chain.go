@@ -60,12 +60,12 @@ func (c *check) checkChain() {
 	default:
 		var err error
 		srcDigest = c.srcDigest
-		if labelDigest, err = keyedCanonical(c.key, joinLabels(c.src)); err != nil {
+		if labelDigest, err = c.dig.label, c.dig.labelErr; err != nil {
 			o.fail("label digest: %s", errText(err))
 		}
 		if c.expParts == nil || len(c.expParts) != len(c.src.Parts) {
 			o.fail("candidate digest: export parts do not pair with source parts")
-		} else if candDigest, err = c.candidateDigest(); err != nil {
+		} else if candDigest, err = c.dig.candidate, c.dig.candidateErr; err != nil {
 			o.fail("candidate digest: %s", errText(err))
 		}
 	}

@@ -52,6 +52,22 @@
 // An input that cannot be decoded fails every claim that depends on it; the
 // others are still evaluated and listed.
 //
+// # Cost
+//
+// A check reads each text a bounded number of times and builds nothing in
+// proportion to it but the decoded texts: owner values and tokens are
+// numbered in byte-keyed hash tables, and the export re-derived from the
+// source is compared with the export bytes while it is derived. It uses two
+// CPUs: the export is decoded while the source is, and the keyed digests
+// are computed while the texts are walked. The source's long strings and
+// the export's texts are decoded into memory mapped at once (on Linux, with
+// huge pages where the system allows), not page by page: in a fresh plugin
+// process each first write to a 4 KiB page is a fault, and on virtual
+// machines faults are expensive. The strict parser of receipts still reads
+// every document and decides every refusal; the direct decodings only take
+// what it would accept, with the same result, and leave anything else to
+// it.
+//
 // # Plugin protocol
 //
 // One client-streaming gRPC call: a header (evidence key, claimed export
@@ -91,8 +107,10 @@
 //     key lives only in vaultd while issuing).
 //   - Copies of the evidence key and inputs made by protobuf and gRPC buffers
 //     on either side are not wiped; they stay in ordinary process memory
-//     until collected. The plugin's memory is protected only as far as Harden
-//     makes it.
+//     until collected. Neither are the texts the verifier decodes (held in
+//     anonymous mappings that are unmapped when the check ends, or on the Go
+//     heap) nor the copies of owner values and tokens in its hash tables.
+//     The plugin's memory is protected only as far as Harden makes it.
 //   - Between Start's hashing of the executable and go-plugin's check, the
 //     file is trusted to be the same one that runs.
 //

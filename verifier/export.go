@@ -86,12 +86,29 @@ func parseExport(data []byte) ([]exportPart, int, error) {
 	return parts, canon, shapeErr
 }
 
+// decodeExport decodes the export into c.expParts, c.expCanon and c.expErr:
+// directly when it is already canonical and shaped as an export (the
+// texts then live in a buffer freed when the check ends), else through a
+// strict parse that names what is wrong.
+func (c *check) decodeExport() {
+	data := c.req.Export
+	if len(data) > 0 && len(data) <= receipts.DefaultMaxBytes {
+		buf, free := newBuffer(len(data))
+		if parts, ok := decodeCanonicalExport(data, buf); ok {
+			c.expParts, c.expCanon, c.expErr = parts, -1, nil
+			c.expFree = free
+			return
+		}
+		free()
+	}
+	c.expParts, c.expCanon, c.expErr = parseExport(data)
+}
+
 // checkExport evaluates export-canonical: strict JSON, byte-equal to its
 // canonical form, the export shape, and the claimed digest.
 func (c *check) checkExport() {
 	o := &c.out[cExport]
-	parts, canon, err := parseExport(c.req.Export) // canon: first non-canonical offset, or -1
-	c.expParts, c.expErr = parts, err
+	parts, canon, err := c.expParts, c.expCanon, c.expErr // decoded by decode
 	if err != nil {
 		o.fail("export: %s", errText(err))
 	}

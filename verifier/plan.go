@@ -119,7 +119,7 @@ func (c *check) checkPlan() {
 	case c.key == nil:
 		o.fail("manifest_digest: %s", errText(c.keyErr))
 	default:
-		if d, err := c.manifestDigest(); err != nil {
+		if d, err := c.dig.manifest, c.dig.manifestErr; err != nil {
 			o.fail("manifest_digest: %s", errText(err))
 		} else if d != p.ManifestDigest {
 			o.fail("manifest_digest does not match the source")

@@ -137,8 +137,9 @@ const attachEnv = "PRIVACYCUT_VERIFIER_ATTACHMENT"
 
 // Run verifies one request in a plugin process started for it, and stops
 // the process. On Linux the inputs do not cross the gRPC connection: they are
-// written once into a memfd that is sealed against any change and handed to
-// the plugin at start (as descriptor 3), which maps it read-only. Elsewhere
+// written once into a memfd that is handed to the plugin at start (as
+// descriptor 3) and sealed against any change before the plugin is asked to
+// verify; the plugin maps it read-only and refuses it unsealed. Elsewhere
 // Run streams them as Start's Checker does. The plugin is pinned, isolated
 // and connected exactly as by Start.
 func Run(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger, req Request) (receipts.Verification, error) {
@@ -150,7 +151,7 @@ func Run(ctx context.Context, exe string, args []string, env []string, logger hc
 		defer c.Close()
 		return c.Checker().Verify(ctx, req)
 	}
-	f, err := makeAttachment([nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts})
+	f, err := newAttachment()
 	if err != nil {
 		return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrStart, err)
 	}
@@ -161,11 +162,22 @@ func Run(ctx context.Context, exe string, args []string, env []string, logger hc
 	}
 	cmd.Env = append(append([]string{}, env...), attachEnv+"=3")
 	cmd.ExtraFiles = []*os.File{f}
+	// The inputs are written and sealed on another CPU while the plugin
+	// starts. The plugin maps them only when asked to verify, which is
+	// after the seals are on, and it refuses them unsealed.
+	filled := make(chan error, 1)
+	go func() {
+		filled <- fillAttachment(f, [nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts})
+	}()
 	c, err := start(ctx, cmd, logger, true)
+	fillErr := <-filled
 	if err != nil {
 		return receipts.Verification{}, err
 	}
 	defer c.Close()
+	if fillErr != nil {
+		return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrStart, fillErr)
+	}
 	return c.Checker().Verify(ctx, req)
 }
 

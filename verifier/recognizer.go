@@ -94,10 +94,33 @@ type recognizer struct {
 	maxRecord int
 	maxOwners int
 	scratch   []byte
+	// memo remembers the last item found for each kind of lookup. Two
+	// recognizers over the same vocabulary may share one: the walk's export
+	// recognizer then finds the item its source recognizer has just
+	// looked up without hashing it again.
+	memo *lookupMemo
+	// values, when set (the walk's source recognizer), numbers every owner
+	// value the recognizer accepts, and valueIDs are the numbers of the
+	// value spans of the last record, in order. A value already in the
+	// table passed the ambiguity rules before, which depend on its bytes
+	// alone, and is not checked again.
+	values   *valueTable
+	valueIDs []int
 }
 
 func newRecognizer(voc *vocabulary, tokens bool) *recognizer {
-	return &recognizer{voc: voc, tokens: tokens, maxRecord: MaxRecordBytes, maxOwners: MaxOwnersPerRecord}
+	return &recognizer{voc: voc, tokens: tokens, maxRecord: MaxRecordBytes, maxOwners: MaxOwnersPerRecord, memo: new(lookupMemo)}
+}
+
+// lookupMemo holds, for each state that reads a vocabulary item, the last
+// item found in the vocabulary in that state, with the module it was found
+// under (for versions, -1 otherwise) and its number. The vocabulary never changes during a check, so an
+// item equal to the remembered one (under the same module) is in it too.
+// The slices alias texts that outlive the recognizers.
+type lookupMemo struct {
+	item [stValue + 1][]byte
+	mod  [stValue + 1]int // the module's number, for versions; -1 otherwise
+	id   [stValue + 1]int // the item's number
 }
 
 // The states of the record machine.
@@ -137,7 +160,8 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 	i := start
 	st := stKeyword
 	owners := 0
-	modStart, modEnd := 0, 0
+	r.valueIDs = r.valueIDs[:0]
+	modID := -1 // the number of the record's module in the vocabulary
 	var cat int8 = -1
 	quote := 0
 
@@ -208,7 +232,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 			if c != ' ' && c != '\n' && c != '@' {
 				return fail(receipts.UncoveredText, j, 1, j)
 			}
-			kind, code := r.lookup(st, text[i:j], text[modStart:modEnd])
+			kind, id, code := r.lookup(st, text[i:j], modID)
 			if code != "" {
 				off, n := i, j-i
 				if !utf8.Valid(text[i:j]) {
@@ -223,7 +247,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				st = stTail
 				continue
 			case stModule:
-				modStart, modEnd = i, j
+				modID = id
 				spans = append(spans, span{spanAt, -1, j, j + 1})
 				i = j + 1
 				st = stVersion
@@ -358,7 +382,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				j += size
 			}
 			if !r.tokens {
-				if code := r.ambiguous(text[i:j]); code != "" {
+				if code := r.value(cat, text[i:j]); code != "" {
 					if i == j {
 						return fail(code, quote, 2, j)
 					}
@@ -389,47 +413,75 @@ func resync(text []byte, at int) int {
 	return len(text)
 }
 
-// lookup checks one vocabulary item read in state st. mod is the module of
-// the record's dependency (for versions). It returns the span kind, or the
-// refusal code when the item is not in the vocabulary.
-func (r *recognizer) lookup(st state, item, mod []byte) (spanKind, receipts.Code) {
-	v := r.voc
+// lookup checks one vocabulary item read in state st. modID is the number
+// of the record's module (for versions). It returns the span kind and the
+// item's number in the vocabulary, or the refusal code when the item is not
+// in the vocabulary.
+func (r *recognizer) lookup(st state, item []byte, modID int) (spanKind, int, receipts.Code) {
+	if st != stVersion && st != stFixedVersion {
+		modID = -1 // only versions depend on the module
+	}
+	m := r.memo
+	if m.item[st] != nil && m.mod[st] == modID && string(m.item[st]) == string(item) {
+		return itemKinds[st], m.id[st], ""
+	}
+	var tag int
 	switch st {
 	case stDiagnostic:
-		if v.diagnostics.has(item) {
-			return spanDiagnostic, ""
-		}
-		return 0, receipts.UnknownDiagnostic
+		tag = tagDiagnostic
 	case stModule:
-		if _, ok := v.modules[string(item)]; ok {
-			return spanModule, ""
-		}
-		return 0, receipts.UnknownModule
+		tag = tagModule
 	case stVersion, stFixedVersion:
-		if v.modules[string(mod)].has(item) {
-			if st == stVersion {
-				return spanVersion, ""
-			}
-			return spanFixedVersion, ""
+		if modID < 0 {
+			return 0, -1, receipts.UnknownVersion
 		}
-		return 0, receipts.UnknownVersion
+		tag = tagVersions + modID
 	case stStatus:
-		if v.statuses.has(item) {
-			return spanStatus, ""
-		}
-		return 0, receipts.UnknownStatus
+		tag = tagStatus
 	case stCitation:
-		if v.citations.has(item) {
-			return spanCitation, ""
-		}
-		return 0, receipts.UnknownCitation
+		tag = tagCitation
 	case stQuestion:
-		if v.questions.has(item) {
-			return spanQuestion, ""
-		}
-		return 0, receipts.UnknownQuestion
+		tag = tagQuestion
+	default:
+		return 0, -1, receipts.UncoveredText
 	}
-	return 0, receipts.UncoveredText
+	id, _ := r.voc.items.find(tag, item, r.voc.items.hash(item))
+	if id < 0 {
+		return 0, -1, notFound[st]
+	}
+	m.item[st], m.mod[st], m.id[st] = item, modID, id
+	return itemKinds[st], id, ""
+}
+
+// itemKinds is the span kind of an item found in each state that reads one,
+// and notFound the refusal of an item that is not in the vocabulary.
+var (
+	itemKinds = [stValue + 1]spanKind{
+		stDiagnostic: spanDiagnostic, stModule: spanModule, stVersion: spanVersion, stStatus: spanStatus,
+		stFixedVersion: spanFixedVersion, stCitation: spanCitation, stQuestion: spanQuestion,
+	}
+	notFound = [stValue + 1]receipts.Code{
+		stDiagnostic: receipts.UnknownDiagnostic, stModule: receipts.UnknownModule, stVersion: receipts.UnknownVersion,
+		stStatus: receipts.UnknownStatus, stFixedVersion: receipts.UnknownVersion, stCitation: receipts.UnknownCitation,
+		stQuestion: receipts.UnknownQuestion,
+	}
+)
+
+// value applies the ambiguity rules to the owner value raw of category cat
+// and, with a value table, numbers it.
+func (r *recognizer) value(cat int8, raw []byte) receipts.Code {
+	if r.values == nil {
+		return r.ambiguous(raw)
+	}
+	id, slot, h := r.values.findValue(int(cat), raw)
+	if id < 0 {
+		if code := r.ambiguous(raw); code != "" {
+			return code
+		}
+		id = r.values.addValue(int(cat), raw, h, slot)
+	}
+	r.valueIDs = append(r.valueIDs, id)
+	return ""
 }
 
 // ambiguous applies the ambiguity rules to an owner value as written (its
@@ -452,7 +504,7 @@ func (r *recognizer) ambiguous(raw []byte) receipts.Code {
 	if !isASCII(v) && !norm.NFC.IsNormal(v) {
 		return receipts.AmbiguousSpan
 	}
-	if r.voc.all.has(v) {
+	if r.voc.all.has(0, v) {
 		return receipts.AmbiguousSpan
 	}
 	return ""

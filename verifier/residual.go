@@ -2,7 +2,9 @@ package verifier
 
 import (
 	"bytes"
+	"runtime"
 	"sort"
+	"sync/atomic"
 )
 
 // isBoundary reports whether c is a byte that every span boundary of a
@@ -23,14 +25,23 @@ func isBoundary(c byte) bool {
 // source part). Values with a boundary byte are searched in every export text
 // and each occurrence is checked against the spans of its record. Both
 // searches are one Aho–Corasick pass each.
-func (c *check) checkResidual(values map[string]struct{}, bad []region) {
+func (c *check) checkResidual(vt *valueTable, bad []region) {
 	res := &c.out[cResidual]
+	// The distinct values as written, whatever their categories.
+	values := newByteTable()
 	var straddling, plain [][]byte
-	for v := range values {
-		if bytes.ContainsFunc([]byte(v), func(r rune) bool { return r < 0x80 && isBoundary(byte(r)) }) {
-			straddling = append(straddling, []byte(v))
+	for id := range vt.len() {
+		v := vt.bytes(id)
+		h := values.hash(v)
+		n, slot := values.find(0, v, h)
+		if n >= 0 {
+			continue
+		}
+		values.insert(0, v, h, slot)
+		if bytes.ContainsFunc(v, func(r rune) bool { return r < 0x80 && isBoundary(byte(r)) }) {
+			straddling = append(straddling, v)
 		} else {
-			plain = append(plain, []byte(v))
+			plain = append(plain, v)
 		}
 	}
 	found := 0
@@ -45,28 +56,12 @@ func (c *check) checkResidual(values map[string]struct{}, bad []region) {
 	}
 
 	if len(straddling) > 0 {
-		m := newMatcher(straddling)
-		rec := newRecognizer(c.voc, true)
-		nsrc := len(c.src.Parts)
-		for p, part := range c.expParts {
-			text := part.text
-			cachedStart := -1
-			var spans []span
-			m.scan(text, 0, len(text), func(s, e int) bool {
-				if p >= nsrc {
-					report(p, text, s, e)
-					return true
-				}
-				rs := bytes.LastIndexByte(text[:s], '\n') + 1
-				if rs != cachedStart {
-					spans, _, _ = rec.record(text, rs, spans[:0])
-					cachedStart = rs
-				}
-				if !insideKnownSpan(text, spans, s, e) {
-					report(p, text, s, e)
-				}
-				return true
-			})
+		for _, r := range c.scanStraddling(straddling, scanChunk) {
+			if r.found > 0 {
+				text := c.expParts[r.part].text
+				report(r.part, text, r.s, r.e)
+				found += r.found - 1
+			}
 		}
 	}
 	if len(bad) > 0 && len(plain) > 0 {
@@ -82,7 +77,94 @@ func (c *check) checkResidual(values map[string]struct{}, bad []region) {
 	if found > 0 {
 		res.fail("%d owner value occurrence(s) outside public text and tokens; first at %s", found, first)
 	}
-	res.facts = "values=" + itoa(len(values)) + " searched_straddling=" + itoa(len(straddling)) + " unknown_regions=" + itoa(len(bad))
+	res.facts = "values=" + itoa(values.len()) + " searched_straddling=" + itoa(len(straddling)) + " unknown_regions=" + itoa(len(bad))
+}
+
+// scanChunk is the size of the pieces of export text that the search for
+// straddling values splits the texts into, to share them among CPUs.
+const scanChunk = 1 << 20
+
+// scanUnit is one piece of the search: the occurrences that end in
+// (minEnd, to] of part's text, found by scanning from from.
+type scanUnit struct {
+	part, from, to, minEnd int
+}
+
+// scanResult counts the occurrences one unit found outside known spans and
+// locates the first, in scan order.
+type scanResult struct {
+	part, found, s, e int
+}
+
+// scanStraddling searches every export text for the values holding a
+// boundary byte and checks each occurrence against the spans of its
+// record. The texts are cut into units of chunk bytes searched on every
+// CPU; the results are in text order.
+func (c *check) scanStraddling(values [][]byte, chunk int) []scanResult {
+	m := newMatcher(values)
+	longest := 0
+	for _, v := range values {
+		longest = max(longest, len(v))
+	}
+	var units []scanUnit
+	for p, part := range c.expParts {
+		for a := 0; a < len(part.text); a += chunk {
+			// An occurrence ending after a starts after a-longest.
+			units = append(units, scanUnit{p, max(0, a-longest+1), min(len(part.text), a+chunk), a})
+		}
+	}
+	results := make([]scanResult, len(units))
+	var next atomic.Int64
+	work := func() {
+		rec := newRecognizer(c.voc, true)
+		var spans []span
+		for {
+			u := int(next.Add(1) - 1)
+			if u >= len(units) {
+				return
+			}
+			c.scanUnit(m, rec, &spans, units[u], &results[u])
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(units), 4)
+	var tasks []*task
+	for range workers - 1 {
+		tasks = append(tasks, c.start(work))
+	}
+	work()
+	for _, t := range tasks {
+		t.wait()
+	}
+	return results
+}
+
+// scanUnit searches one unit. An occurrence in an export part with no
+// source part, or not wholly inside one known span of its record, counts.
+func (c *check) scanUnit(m *matcher, rec *recognizer, spans *[]span, u scanUnit, r *scanResult) {
+	text := c.expParts[u.part].text
+	*r = scanResult{part: u.part}
+	paired := u.part < len(c.src.Parts)
+	cachedStart := -1
+	m.scan(text, u.from, u.to, func(s, e int) bool {
+		if e <= u.minEnd {
+			return true
+		}
+		if paired {
+			rs := bytes.LastIndexByte(text[:s], '\n') + 1
+			if rs != cachedStart {
+				*spans, _, _ = rec.record(text, rs, (*spans)[:0])
+				cachedStart = rs
+			}
+			if insideKnownSpan(text, *spans, s, e) {
+				return true
+			}
+		}
+		if r.found == 0 {
+			r.s, r.e = s, e
+		}
+		r.found++
+		return true
+	})
 }
 
 // insideKnownSpan reports whether [s, e) lies wholly inside one recognized

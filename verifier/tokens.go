@@ -9,6 +9,9 @@ import "bytes"
 const (
 	nsLen  = 10
 	macLen = 20
+	// maxIrreversibleLen bounds the length of an irreversible token:
+	// "redacted:", the longest category, ":" and up to 20 digits.
+	maxIrreversibleLen = 48
 )
 
 // parseIrreversible parses an irreversible token and returns its category

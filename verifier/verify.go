@@ -61,12 +61,13 @@ type Request struct {
 // never panics on any input, and no Detail ever holds input bytes: only
 // counts, codes, field names and positions.
 func Verify(req Request) (v receipts.Verification) {
+	c := &check{req: req}
 	defer func() {
 		if recover() != nil {
 			v = failAll(req, "verifier: internal error")
 		}
 	}()
-	return verify(req)
+	return c.run()
 }
 
 // failAll is the verification of a run that could not complete.
@@ -132,6 +133,7 @@ type check struct {
 
 	expParts []exportPart // nil when the export has no usable parts
 	expErr   error
+	expCanon int // first offset where the export differs from its canonical form, or -1
 
 	plan       *receipts.Plan
 	planErr    error
@@ -147,6 +149,72 @@ type check struct {
 	recErr     error
 
 	w *walkResult
+
+	// dig are the keyed digests plan-match and receipt-chain compare,
+	// computed on another CPU during the walk.
+	dig keyedDigests
+
+	tasks []*task // started on other goroutines
+	// frees and expFree free the buffers the check decoded into, once
+	// nothing runs any more.
+	frees   []func()
+	expFree func()
+}
+
+// task is work running on another goroutine. A panic in it is carried to
+// wait, which panics again on the verifying goroutine, where Verify
+// recovers it.
+type task struct {
+	done   chan any
+	waited bool
+}
+
+// start runs fn on another goroutine.
+func (c *check) start(fn func()) *task {
+	t := &task{done: make(chan any, 1)}
+	c.tasks = append(c.tasks, t)
+	go func() {
+		defer func() { t.done <- recover() }()
+		fn()
+	}()
+	return t
+}
+
+// wait waits for t to end and panics again if it panicked.
+func (t *task) wait() {
+	if t.waited {
+		return
+	}
+	t.waited = true
+	if p := <-t.done; p != nil {
+		panic(p)
+	}
+}
+
+// end waits for every task started, whatever its end, then frees the
+// check's buffers.
+func (c *check) end() {
+	for _, t := range c.tasks {
+		if !t.waited {
+			t.waited = true
+			<-t.done
+		}
+	}
+	if c.expFree != nil {
+		c.frees = append(c.frees, c.expFree)
+	}
+	for _, free := range c.frees {
+		free()
+	}
+	c.frees, c.expFree = nil, nil
+}
+
+// keyedDigests are the digests of source-derived material keyed under the
+// evidence key, other than the source digest: "" with an error when they
+// cannot be computed.
+type keyedDigests struct {
+	manifest, label, candidate          string
+	manifestErr, labelErr, candidateErr error
 }
 
 var (
@@ -154,11 +222,23 @@ var (
 	errNoClock = errors.New("verifier: no clock")
 )
 
+// verify is Verify without the recovery from a panic.
 func verify(req Request) receipts.Verification {
-	c := &check{req: req}
+	return (&check{req: req}).run()
+}
+
+// run checks the cut on two CPUs: the export is decoded while the source
+// is, and the keyed digests are computed while the texts are walked.
+func (c *check) run() receipts.Verification {
+	// Even when a panic unwinds, every task ends before the buffers are
+	// freed, and before Verify returns: nothing may read the inputs after
+	// that (the plugin unmaps them).
+	defer c.end()
 	c.decode()
 	c.checkExport()
+	digests := c.start(c.keyedDigests)
 	c.w = c.walk()
+	digests.wait()
 	c.checkPlan()
 	c.checkChain()
 
@@ -224,11 +304,16 @@ func (c *check) decode() {
 		c.key = req.EvidenceKey
 	}
 
-	// The export's plain digest is computed on another CPU meanwhile.
-	expDigest := make(chan string, 1)
-	go func() { expDigest <- receipts.SHA256(req.Export) }()
+	// The export is hashed, decoded and compared with its canonical form on
+	// another CPU meanwhile.
+	export := c.start(func() {
+		c.exportDigest = receipts.SHA256(req.Export)
+		c.decodeExport()
+	})
 	var tree *receipts.Value
-	c.src, tree, c.srcErr = parseProjection(req.Source)
+	var free func()
+	c.src, tree, free, c.srcErr = parseSource(req.Source)
+	c.frees = append(c.frees, free)
 	if c.key != nil && tree != nil {
 		if d, err := keyedTree(c.key, tree); err == nil {
 			c.srcDigest = d
@@ -238,7 +323,6 @@ func (c *check) decode() {
 			c.srcErr = err
 		}
 	}
-	c.exportDigest = <-expDigest
 
 	c.plan, c.planErr = parsePlan(req.Plan)
 	if d, err := digestDoc(req.Plan); err == nil {
@@ -254,6 +338,21 @@ func (c *check) decode() {
 	}
 
 	c.recs, c.recDigests, c.recErr = parseReceipts(req.Receipts)
+	export.wait()
+}
+
+// keyedDigests computes c.dig: the manifest, label and candidate digests,
+// each when its inputs are there. It reads the decoded source and export
+// and the key, which nothing changes once decode has returned.
+func (c *check) keyedDigests() {
+	if c.key == nil || c.src == nil {
+		return
+	}
+	c.dig.manifest, c.dig.manifestErr = c.manifestDigest()
+	c.dig.label, c.dig.labelErr = keyedCanonical(c.key, joinLabels(c.src))
+	if c.expParts != nil && len(c.expParts) == len(c.src.Parts) {
+		c.dig.candidate, c.dig.candidateErr = c.candidateDigest()
+	}
 }
 
 // parsePlan strictly decodes a DisclosurePlan@1.

@@ -6,28 +6,24 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// set is a hash set of vocabulary items: lookups are O(1) per item.
-type set map[string]struct{}
+// The tags of the vocabulary's items in its table. The versions of a
+// module are tagged tagVersions plus the module's number in the table.
+const (
+	tagDiagnostic = iota
+	tagStatus
+	tagCitation
+	tagQuestion
+	tagModule
+	tagVersions
+)
 
-func (s set) has(b []byte) bool {
-	_, ok := s[string(b)]
-	return ok
-}
-
-func newSet(items []string) set {
-	s := make(set, len(items))
-	for _, it := range items {
-		s[it] = struct{}{}
-	}
-	return s
-}
-
-// vocabulary is a decoded Vocabulary@1.
+// vocabulary is a decoded Vocabulary@1: hash sets, so that lookups are O(1)
+// per item.
 type vocabulary struct {
-	diagnostics, statuses, citations, questions set
-	modules                                     map[string]set
-	// all holds every item of every kind, for the ambiguity rule.
-	all set
+	items *byteTable // every item, tagged by its kind
+	// all holds every item of every kind under one tag, for the ambiguity
+	// rule.
+	all *byteTable
 }
 
 // vocabDoc is the wire form of Vocabulary@1, decoded strictly.
@@ -52,24 +48,19 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 	if d.Schema != "Vocabulary@1" {
 		return nil, errVocabSchema
 	}
-	v := &vocabulary{
-		diagnostics: newSet(d.Diagnostics),
-		statuses:    newSet(d.Statuses),
-		citations:   newSet(d.Citations),
-		questions:   newSet(d.Questions),
-		modules:     make(map[string]set, len(d.Modules)),
-		all:         make(set),
-	}
-	for _, l := range [][]string{d.Diagnostics, d.Statuses, d.Citations, d.Questions} {
+	v := &vocabulary{items: newByteTable(), all: newByteTable()}
+	for tag, l := range [...][]string{tagDiagnostic: d.Diagnostics, tagStatus: d.Statuses, tagCitation: d.Citations, tagQuestion: d.Questions} {
 		for _, it := range l {
-			v.all[it] = struct{}{}
+			v.items.add(tag, []byte(it))
+			v.all.add(0, []byte(it))
 		}
 	}
 	for m, vs := range d.Modules {
-		v.modules[m] = newSet(vs)
-		v.all[m] = struct{}{}
+		id := v.items.add(tagModule, []byte(m))
+		v.all.add(0, []byte(m))
 		for _, x := range vs {
-			v.all[x] = struct{}{}
+			v.items.add(tagVersions+id, []byte(x))
+			v.all.add(0, []byte(x))
 		}
 	}
 	return v, nil

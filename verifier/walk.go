@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"bytes"
-	"slices"
 	"strconv"
 
 	"github.com/privacycut/privacycut/receipts"
@@ -29,17 +28,41 @@ func where(part, line, recStart, off, length int) string {
 	return "part " + itoa(part) + " line " + itoa(line) + " col " + itoa(off-recStart+1) + " len " + itoa(length)
 }
 
-// tokenState checks token consistency across the whole cut.
+// tokenState checks token consistency across the whole cut. It stands for
+// two maps per category, value → token and token → value: values holds the
+// first, with each value's first token; tokens numbers the (category,
+// token) pairs seen, and tokVal gives the number of the value each first
+// stood for (within one category, equal numbers mean equal values).
 type tokenState struct {
 	mode   string
-	valTok [8]map[string]string // owner value (as written) → token
-	tokVal [8]map[string]string // token → owner value
-	ns     []byte               // the reversible namespace of the first token
+	values *valueTable
+	tokens *byteTable
+	tokVal []int32 // by token number
+	ns     []byte  // the reversible namespace of the first token
+}
+
+// tokenClash looks the token t of category cat up: on its first appearance
+// it is recorded as standing for value number v; later it clashes when it
+// stood for another value.
+func (ts *tokenState) tokenClash(cat int, t []byte, v int) bool {
+	h := ts.tokens.hash(t)
+	id, slot := ts.tokens.find(cat, t, h)
+	if id < 0 {
+		ts.tokens.insert(cat, t, h, slot)
+		ts.tokVal = append(ts.tokVal, int32(v))
+		return false
+	}
+	return int(ts.tokVal[id]) != v
 }
 
 // walk runs the recognizer over every source part and, in lockstep, over
 // every export part, record by record. It evaluates coverage,
 // public-preserved, owners-replaced, token-consistency and no-residual.
+//
+// Nothing proportional to the texts is built: owner values and tokens are
+// numbered in byte-keyed tables that alias the texts, and the export
+// re-derived from the source is compared with the export bytes while it is
+// derived (expectedExport).
 func (c *check) walk() *walkResult {
 	w := &walkResult{}
 	cov, pub, own, tok, res := &c.out[cCoverage], &c.out[cPublic], &c.out[cOwners], &c.out[cTokens], &c.out[cResidual]
@@ -97,15 +120,10 @@ func (c *check) walk() *walkResult {
 
 	srcRec := newRecognizer(c.voc, false)
 	expRec := newRecognizer(c.voc, true)
-	ts := &tokenState{mode: c.mode}
-	var irrevN [8]map[string]int
-	var irrevNext [8]int
-	for i := range 8 {
-		ts.valTok[i] = map[string]string{}
-		ts.tokVal[i] = map[string]string{}
-		irrevN[i] = map[string]int{}
-	}
-	values := map[string]struct{}{}
+	expRec.memo = srcRec.memo
+	vt := newValueTable()
+	srcRec.values = vt
+	ts := &tokenState{mode: c.mode, values: vt, tokens: newByteTable()}
 	var bad []region
 
 	nsrc := len(c.src.Parts)
@@ -117,10 +135,11 @@ func (c *check) walk() *walkResult {
 		tok.fail("parts could not be paired")
 	}
 	w.sourceRecognized = true
-	expectTok := make([][]byte, nsrc)
-	expectIrr := make([][]byte, nsrc)
+	x := newExpectedExport(c.req.Export, c.mode == receipts.ModeIrreversible)
+	x.begin()
 	var sspans, espans []span
-	var slotN []int
+	var slotIDs []int // value numbers of the source record's owner slots (srcRec.valueIDs)
+	var tokOK []bool  // whether each export owner slot holds a token of its category
 	records, publics, slots := 0, 0, 0
 
 	for p := range max(nsrc, nexp) {
@@ -130,6 +149,7 @@ func (c *check) walk() *walkResult {
 			continue
 		}
 		s := c.src.Parts[p].Text
+		x.beginPart(c.src.Parts[p].Kind)
 		hasE := haveExp && p < nexp
 		var e []byte
 		if hasE {
@@ -144,10 +164,9 @@ func (c *check) walk() *walkResult {
 			if hasE {
 				bad = append(bad, region{p, 0, len(e)})
 			}
+			x.endPart()
 			continue
 		}
-		bufTok := make([]byte, 0, len(e)+64)
-		bufIrr := make([]byte, 0, len(s)+len(s)/4+64)
 		si, ei, rec := 0, 0, 0
 		for si < len(s) || (hasE && ei < len(e)) {
 			line := rec + 1
@@ -156,30 +175,17 @@ func (c *check) walk() *walkResult {
 			sHave, eHave := si < len(s), hasE && ei < len(e)
 			if sHave {
 				sspans, si, sref = srcRec.record(s, si, sspans[:0])
-				slotN = slotN[:0]
-				var cat int8 = -1
+				slotIDs = srcRec.valueIDs
 				for _, sp := range sspans {
 					switch {
 					case sp.kind == spanOwnerKey:
-						cat = sp.cat
-						if !allowed[cat] && c.plan != nil {
+						if !allowed[sp.cat] && c.plan != nil {
 							cov.fail("%s %s", receipts.ProhibitedCategory, where(p, line, sStart, sp.start, sp.end-sp.start))
 						}
-						w.used[cat] = true
+						w.used[sp.cat] = true
 					case sp.kind == spanValue:
-						v := s[sp.start:sp.end]
-						if _, ok := values[string(v)]; !ok {
-							values[string(v)] = struct{}{}
-						}
-						n, ok := irrevN[cat][string(v)]
-						if !ok {
-							irrevNext[cat]++
-							n = irrevNext[cat]
-							irrevN[cat][string(v)] = n
-						}
-						slotN = append(slotN, n)
 						if sref == nil {
-							w.counts[cat]++
+							w.counts[sp.cat]++
 							slots++
 						}
 					case sp.kind.public():
@@ -195,9 +201,14 @@ func (c *check) walk() *walkResult {
 			}
 			if eHave {
 				espans, ei, eref = expRec.record(e, ei, espans[:0])
+				tokOK = tokOK[:0]
 				for _, sp := range espans {
-					if sp.kind == spanValue && !tokenOfCategory(e[sp.start:sp.end], int(sp.cat)) {
-						bad = append(bad, region{p, sp.start, sp.end})
+					if sp.kind == spanValue {
+						ok := tokenOfCategory(e[sp.start:sp.end], int(sp.cat))
+						tokOK = append(tokOK, ok)
+						if !ok {
+							bad = append(bad, region{p, sp.start, sp.end})
+						}
 					}
 				}
 				if eref != nil {
@@ -230,17 +241,19 @@ func (c *check) walk() *walkResult {
 				paired = false
 			}
 			if recPaired {
-				c.pairSlots(ts, p, line, eStart, s, sspans, e, espans, slotN)
+				c.pairSlots(ts, p, line, eStart, s, sspans, e, espans, slotIDs, tokOK)
 			}
 
 			// Re-derive the expected candidate text of this record.
 			if sHave && sref == nil {
-				bufTok, bufIrr = c.appendExpected(bufTok, bufIrr, s, sStart, si, sspans, e, espans, recPaired, slotN)
+				expectRecord(x, vt, s, sStart, si, sspans, e, espans, recPaired, slotIDs)
 			}
 			rec++
 		}
-		expectTok[p], expectIrr[p] = bufTok, bufIrr
+		x.endPart()
 	}
+	x.end()
+	tokDiff, irrDiff := x.results()
 
 	if !w.sourceRecognized {
 		paired = false
@@ -255,12 +268,8 @@ func (c *check) walk() *walkResult {
 	// value replaced by the token found at its slot.
 	if !paired {
 		own.fail("owner slots could not all be paired with the source")
-	} else if own.ok() {
-		if k, err := c.compareExpected(expectTok); err != nil {
-			own.fail("re-derived export: %s", errText(err))
-		} else if k >= 0 {
-			own.fail("re-derived export differs at byte %d", k)
-		}
+	} else if own.ok() && tokDiff >= 0 {
+		own.fail("re-derived export differs at byte %d", tokDiff)
 	}
 	own.facts = "owner_spans=" + itoa(slots)
 
@@ -269,12 +278,8 @@ func (c *check) walk() *walkResult {
 	case receipts.ModeIrreversible:
 		if !w.sourceRecognized {
 			tok.fail("source not recognized: expected tokens unknown")
-		} else if sameTexts(expectTok, expectIrr) && own.ok() {
-			// Equal to the owners-replaced export, already compared.
-		} else if k, err := c.compareExpected(expectIrr); err != nil {
-			tok.fail("expected export: %s", errText(err))
-		} else if k >= 0 {
-			tok.fail("export differs from the irreversible expected export at byte %d", k)
+		} else if irrDiff >= 0 {
+			tok.fail("export differs from the irreversible expected export at byte %d", irrDiff)
 		}
 	case receipts.ModeReversible:
 		if !paired {
@@ -282,18 +287,15 @@ func (c *check) walk() *walkResult {
 		}
 	}
 	distinct := 0
-	for i := range 8 {
-		distinct += len(ts.valTok[i])
+	for i := range vt.info {
+		if vt.info[i].hasTok {
+			distinct++
+		}
 	}
 	tok.facts = "mode=" + c.mode + " distinct_values=" + itoa(distinct)
 
-	c.checkResidual(values, bad)
+	c.checkResidual(vt, bad)
 	return w
-}
-
-// sameTexts reports whether a and b hold equal texts.
-func sameTexts(a, b [][]byte) bool {
-	return slices.EqualFunc(a, b, bytes.Equal)
 }
 
 // partName names part i for a detail: its index and, when it is one of the
@@ -336,40 +338,46 @@ func (w lazyWhere) String() string { return where(w.part, w.line, w.recStart, w.
 // pairSlots checks the owner slots of one paired record: each export slot
 // must hold a token of the slot's category (owners-replaced), and tokens
 // must be consistent across the cut and of the plan's mode
-// (token-consistency).
-func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []span, e []byte, es []span, slotN []int) {
+// (token-consistency). ids are the value numbers of the source record's
+// slots and tokOK tells, for each export slot, whether it holds a token of
+// its category.
+func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []span, e []byte, es []span, ids []int, tokOK []bool) {
 	own, tok := &c.out[cOwners], &c.out[cTokens]
 	k := 0
-	var want []byte
+	var buf [maxIrreversibleLen]byte
 	for i, sp := range ss {
 		if sp.kind != spanValue {
 			continue
 		}
 		ep := es[i]
-		sv, tv := s[sp.start:sp.end], e[ep.start:ep.end]
+		tv := e[ep.start:ep.end]
 		cat := int(sp.cat)
 		pos := lazyWhere{p, line, eStart, ep.start, ep.end - ep.start}
-		if !tokenOfCategory(tv, cat) {
+		if !tokOK[k] {
 			own.fail("owner slot does not hold a %s token: %s", categories[cat], pos)
 		}
-		if prev, ok := ts.valTok[cat][string(sv)]; ok {
-			if prev != string(tv) {
-				tok.fail("equal %s values have different tokens: %s", categories[cat], pos)
-			}
-		} else {
-			ts.valTok[cat][string(sv)] = string(tv)
-		}
-		if prev, ok := ts.tokVal[cat][string(tv)]; ok {
-			if prev != string(sv) {
+		id := ids[k]
+		vi := &ts.values.info[id]
+		switch {
+		case !vi.hasTok:
+			ts.values.setToken(id, tv)
+			vi.tokClash = ts.tokenClash(cat, tv, id)
+			if vi.tokClash {
 				tok.fail("one %s token stands for different values: %s", categories[cat], pos)
 			}
-		} else {
-			ts.tokVal[cat][string(tv)] = string(sv)
+		case bytes.Equal(ts.values.token(id), tv):
+			if vi.tokClash {
+				tok.fail("one %s token stands for different values: %s", categories[cat], pos)
+			}
+		default:
+			tok.fail("equal %s values have different tokens: %s", categories[cat], pos)
+			if ts.tokenClash(cat, tv, id) {
+				tok.fail("one %s token stands for different values: %s", categories[cat], pos)
+			}
 		}
 		switch ts.mode {
 		case receipts.ModeIrreversible:
-			want = appendIrreversible(want[:0], cat, slotN[k])
-			if !bytes.Equal(tv, want) {
+			if !bytes.Equal(tv, appendIrreversible(buf[:0], cat, int(vi.n))) {
 				tok.fail("token is not redacted:%s:<n> in order of first appearance: %s", categories[cat], pos)
 			}
 		case receipts.ModeReversible:
@@ -380,7 +388,7 @@ func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []sp
 			case tc != cat:
 				tok.fail("token category differs from its slot: %s", pos)
 			case ts.ns == nil:
-				ts.ns = slices.Clone(ns)
+				ts.ns = ns
 			case !bytes.Equal(ns, ts.ns):
 				tok.fail("token namespace differs within the export: %s", pos)
 			}
@@ -389,40 +397,31 @@ func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []sp
 	}
 }
 
-// appendExpected appends the expected candidate text of one recognized
-// source record s[start:end] to bufTok (owner values replaced by the tokens
-// found in the paired export record) and bufIrr (owner values replaced by
-// the irreversible tokens numbered in slotN).
-func (c *check) appendExpected(bufTok, bufIrr, s []byte, start, end int, ss []span, e []byte, es []span, paired bool, slotN []int) ([]byte, []byte) {
+// expectRecord writes the expected candidate text of one recognized source
+// record s[start:end] to x: the owner values replaced by the tokens found
+// in the paired export record (or kept, when the record is not paired) for
+// owners-replaced, and by the irreversible tokens of their value numbers ids
+// for token-consistency.
+func expectRecord(x *expectedExport, vt *valueTable, s []byte, start, end int, ss []span, e []byte, es []span, paired bool, ids []int) {
 	last := start
 	k := 0
+	var buf [maxIrreversibleLen]byte
 	for i, sp := range ss {
 		if sp.kind != spanValue {
 			continue
 		}
-		bufTok = append(bufTok, s[last:sp.start]...)
-		bufIrr = append(bufIrr, s[last:sp.start]...)
+		x.text(s[last:sp.start])
+		t := s[sp.start:sp.end]
 		if paired {
-			bufTok = append(bufTok, e[es[i].start:es[i].end]...)
-		} else {
-			bufTok = append(bufTok, s[sp.start:sp.end]...)
+			t = e[es[i].start:es[i].end]
 		}
-		bufIrr = appendIrreversible(bufIrr, int(sp.cat), slotN[k])
+		var irr []byte
+		if x.withIrr {
+			irr = appendIrreversible(buf[:0], int(sp.cat), int(vt.info[ids[k]].n))
+		}
+		x.slot(t, irr)
 		k++
 		last = sp.end
 	}
-	bufTok = append(bufTok, s[last:end]...)
-	bufIrr = append(bufIrr, s[last:end]...)
-	return bufTok, bufIrr
-}
-
-// compareExpected encodes the canonical export
-// {"parts":[{"kind":…,"text":…}…],"profile":"closed-diagnostic@1"} that the
-// texts make with the source's part kinds and compares it with the export
-// bytes. It returns the first differing offset, or -1 when they are equal.
-func (c *check) compareExpected(texts [][]byte) (int, error) {
-	tree, _ := partsTree(func(i int) []receipts.Member {
-		return []receipts.Member{member("kind", strValue([]byte(c.src.Parts[i].Kind))), member("text", strValue(texts[i]))}
-	}, len(texts), member("profile", strValue([]byte(receipts.ProfileName))))
-	return compareCanonical(tree, c.req.Export)
+	x.text(s[last:end])
 }
