@@ -25,6 +25,10 @@ func forbiddenRune(r rune) bool {
 // unicode.IsSpace has it).
 func isSpaceRune(r rune) bool { return unicode.IsSpace(r) }
 
+// asciiSpace is isSpaceRune for a byte below utf8.RuneSelf: TAB, LF, VT, FF,
+// CR and SP.
+func asciiSpace(c byte) bool { return c == ' ' || c-'\t' <= '\r'-'\t' }
+
 // valueByte classifies an ASCII byte inside an owner value.
 const (
 	vbPlain     = iota // allowed as is

@@ -37,9 +37,35 @@ func newDiffParsers(t testing.TB) []diffParser {
 	return out
 }
 
+// spareFill follows a text in its buffer's spare capacity: the parser may
+// read there a word at a time, but what it finds must never count.
+const spareFill = "\" owner.team=\"x\" \"\\\x00 \n  "
+
 // checkAgainstReference requires Parse (all spans and none), Owners and the
-// parallel split to agree exactly with the reference on text.
+// parallel split to agree exactly with the reference on text, whether or not
+// the text's buffer has spare capacity after it.
 func checkAgainstReference(t *testing.T, d diffParser, text []byte) {
+	t.Helper()
+	exact := append(make([]byte, 0, len(text)), text...)
+	checkReference(t, d, exact)
+	checkReference(t, d, spare(text, spareFill))
+	// Parse and Owners cap the text at its length; the record parser itself
+	// must not be swayed by what lies past it either.
+	if len(text) <= d.p.lim.MaxText {
+		in := spare(text, spareFill)
+		wantSt, wantSpans, wantRefs := refParse(d.p, d.rv, text, spansAll)
+		var spans []Span
+		var refs []Refusal
+		rp := recParser{p: d.p, v: d.p.v, text: in, mode: spansAll}
+		st := rp.run(0, len(in), 0, func(s []Span) { spans = append(spans, s...) }, &refs)
+		if !cmp.Equal(st, wantSt) || !cmp.Equal(refs, wantRefs) || !cmp.Equal(spans, wantSpans) {
+			t.Fatalf("record parser over spare capacity differs from the reference on %q:\nstats %s\nrefusals %s\nspans %s",
+				text, cmp.Diff(wantSt, st), cmp.Diff(wantRefs, refs), cmp.Diff(wantSpans, spans))
+		}
+	}
+}
+
+func checkReference(t *testing.T, d diffParser, text []byte) {
 	t.Helper()
 	wantSt, wantSpans, wantRefs := refParse(d.p, d.rv, text, spansAll)
 	var spans []Span

@@ -28,8 +28,18 @@
 //   - Refusals carry a code and a position (part, line, byte column, length)
 //     and never the refused bytes; Refusal.Error does not print input.
 //   - Limits refuse (LIMIT_EXCEEDED); nothing is truncated.
-//   - Vocabulary lookups are O(1) hash-set probes (xxhash); the parser never
-//     allocates per item.
+//   - Vocabulary lookups are O(1) hash-set probes (a seeded hash of each
+//     key's length and first, middle and last words, or xxhash of the whole
+//     key for a vocabulary that defeats it); a hash match is always confirmed
+//     by comparing the bytes. The parser never allocates per item.
+//   - One definition of acceptance. Well-formed records take a fast path
+//     (fewer calls, word-at-a-time scans, no spans it need not keep), which
+//     accepts only what the field-by-field parser accepts, with the same
+//     spans and stats, and hands every other record to it: refusals are
+//     always decided by the field-by-field parser. The tests keep a frozen,
+//     plainly written reference parser and fuzz both paths against it.
+//   - The parser reads only the text it is given: its word-at-a-time scans
+//     may read past a record, never past the text.
 //   - Documents are read with receipts' strict JSON reader: duplicate keys,
 //     unknown fields, trailing data, invalid UTF-8 and lone surrogates are
 //     refused, so no other JSON reader can see a different document.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync"
 	"unicode/utf8"
@@ -115,6 +116,10 @@ func (p *Parser) Parse(text []byte, emit func(Span)) (Stats, []Refusal) {
 	if len(text) > p.lim.MaxText {
 		return Stats{}, []Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
 	}
+	// The scans read a word at a time and may read past a record, up to the
+	// capacity of its slice: cap it at the text, so that nothing outside the
+	// text (which another goroutine may be writing) is ever read.
+	text = text[:len(text):len(text)]
 	if emit == nil {
 		st, _, refs := p.parallel(text, spansNone)
 		return st, refs
@@ -135,7 +140,7 @@ func (p *Parser) Owners(text []byte) ([]Span, Stats, []Refusal) {
 	if len(text) > p.lim.MaxText {
 		return nil, Stats{}, []Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
 	}
-	st, spans, refs := p.parallel(text, spansOwners)
+	st, spans, refs := p.parallel(text[:len(text):len(text)], spansOwners)
 	return spans, st, refs
 }
 
@@ -213,7 +218,7 @@ func (p *Parser) parallel(text []byte, mode spanMode) (Stats, []Span, []Refusal)
 // of each accepted record and appends refusals to refs, stopping at the
 // limit. It returns the stats of the accepted records.
 func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refusal) Stats {
-	var st Stats
+	r.st = Stats{}
 	text, p := r.text, r.p
 	line := lineBase
 	for pos := from; pos < to; {
@@ -232,7 +237,9 @@ func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refus
 			// The last record has no LF. Report what is wrong inside it first,
 			// if anything, else the missing terminator.
 			r.start, r.rec = pos, text[pos:to]
+			saved := r.st
 			if bad = r.record(); bad == nil {
+				r.st = saved
 				bad = &Refusal{Code: receipts.MalformedRecord, Offset: to - 1, Length: 1}
 			}
 		default:
@@ -247,10 +254,9 @@ func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refus
 			bad.Column = bad.Offset - pos + 1
 			*refs = append(*refs, *bad)
 			if len(*refs) >= p.lim.MaxRefusals {
-				return st
+				return r.st
 			}
 		} else {
-			st.Add(r.st)
 			if r.mode == spansAll {
 				r.spans = append(r.spans, Span{Off: pos + nl, Len: 1, Kind: SpanLiteral, Literal: LiteralLF})
 			}
@@ -260,7 +266,7 @@ func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refus
 		}
 		pos = next
 	}
-	return st
+	return r.st
 }
 
 // spanMode says which spans a recParser collects.
@@ -272,7 +278,8 @@ const (
 	spansAll
 )
 
-// recParser parses one record. Its fields are reset for every record.
+// recParser parses the records of one run: start, rec and spans describe the
+// current record, st sums the stats of the accepted ones.
 type recParser struct {
 	p       *Parser
 	v       *Vocabulary
@@ -340,9 +347,26 @@ func (r *recParser) miss(code receipts.Code, off, end int) *Refusal {
 	return r.refuse(code, off, end-off)
 }
 
-// record parses r.rec and reports the first refusal, or nil.
+// record parses r.rec, adds its stats to r.st and its spans to r.spans
+// (emptied first), and reports the first refusal, or nil. A refused record
+// leaves r.st as it was. A record the fast path accepts is done; anything
+// else is parsed again, field by field, which is what defines the refusal.
 func (r *recParser) record() *Refusal {
-	r.spans, r.st = r.spans[:0], Stats{}
+	saved := r.st
+	r.spans = r.spans[:0]
+	if r.fast() {
+		return nil
+	}
+	r.spans, r.st = r.spans[:0], saved
+	if bad := r.slow(); bad != nil {
+		r.st = saved
+		return bad
+	}
+	return nil
+}
+
+// slow parses r.rec field by field.
+func (r *recParser) slow() *Refusal {
 	rec := r.rec
 	var off int
 	switch {
@@ -385,8 +409,8 @@ func (r *recParser) finding(off int) *Refusal {
 	end = r.field(off)
 	dep := rec[off:end]
 	di := v.deps.lookup(dep)
-	at := bytes.IndexByte(dep, '@')
 	if di < 0 {
+		at := bytes.IndexByte(dep, '@')
 		if at < 0 {
 			if bad := r.miss(receipts.MalformedRecord, off, end); bad.Code != receipts.MalformedRecord {
 				return bad
@@ -398,8 +422,10 @@ func (r *recParser) finding(off int) *Refusal {
 		}
 		return r.miss(receipts.UnknownVersion, off+at+1, end)
 	}
+	dm := v.depMod[di]
+	at := int(dm.at)
 	module := dep[:at]
-	r.pub(ClassModule, v.depMod[di], off, at)
+	r.pub(ClassModule, dm.module, off, at)
 	r.lit(LiteralAt, off+at, 1, 0)
 	r.pub(ClassVersion, di, off+at+1, end-off-at-1)
 	if end == len(rec) {
@@ -497,7 +523,7 @@ func (r *recParser) owners(off int) *Refusal {
 			return r.refuse(receipts.MalformedRecord, min(q, len(rec)-1), 1)
 		}
 		vstart := q + 1
-		vend, escaped, nonASCII, bad := r.value(vstart)
+		vend, escaped, composing, bad := r.value(vstart)
 		if bad != nil {
 			return bad
 		}
@@ -505,7 +531,7 @@ func (r *recParser) owners(off int) *Refusal {
 		if n > r.p.lim.MaxOwners {
 			return r.refuse(receipts.LimitExceeded, off+1, vend+1-off-1)
 		}
-		if bad := r.ambiguous(vstart, vend, escaped, nonASCII); bad != nil {
+		if bad := r.ambiguous(vstart, vend, escaped, composing); bad != nil {
 			return bad
 		}
 		r.lit(LiteralOwner, off, vstart-off, cat)
@@ -523,26 +549,19 @@ func (r *recParser) owners(off int) *Refusal {
 }
 
 // value scans an owner value starting at off and returns the offset of its
-// closing quote.
-func (r *recParser) value(off int) (end int, escaped, nonASCII bool, bad *Refusal) {
+// closing quote. composing reports a rune at or above U+0300: a value
+// without one is NFC (see nfcBelow).
+func (r *recParser) value(off int) (end int, escaped, composing bool, bad *Refusal) {
 	rec := r.rec
 	i := off
 	for {
-		// Skip plain ASCII eight bytes at a time: no byte ≥ 0x80, < 0x20,
-		// DEL, '"' or '\\'.
-		for i+8 <= len(rec) && plainWord(binary.LittleEndian.Uint64(rec[i:])) {
-			i += 8
-		}
-		for i < len(rec) && valueByte[rec[i]] == vbPlain {
-			i++
-		}
-		if i >= len(rec) {
+		if i = plainRun(rec, i); i >= len(rec) {
 			// unterminated: from the opening quote to the end of the record
 			return 0, false, false, r.refuse(receipts.MalformedRecord, off-1, len(rec)-off+1)
 		}
 		switch valueByte[rec[i]] {
 		case vbQuote:
-			return i, escaped, nonASCII, nil
+			return i, escaped, composing, nil
 		case vbBackslash:
 			if i+1 < len(rec) && (rec[i+1] == '"' || rec[i+1] == '\\') {
 				escaped = true
@@ -560,24 +579,37 @@ func (r *recParser) value(off int) (end int, escaped, nonASCII bool, bad *Refusa
 			if forbiddenRune(ru) {
 				return 0, false, false, r.refuse(receipts.UncoveredText, i, size)
 			}
-			nonASCII = true
+			composing = composing || ru >= nfcBelow
 			i += size
 		}
 	}
 }
 
-// ambiguous applies the AMBIGUOUS_SPAN rule to the value rec[start:end].
-func (r *recParser) ambiguous(start, end int, escaped, nonASCII bool) *Refusal {
+// nfcBelow bounds the runes that need no NFC check: every rune below U+0300
+// has canonical combining class 0, is its own NFC form and composes with no
+// neighbour, so a string of them is NFC (TestNFCBelow checks every pair).
+// U+0300 is the first combining mark.
+const nfcBelow = 0x300
+
+// ambiguous applies the AMBIGUOUS_SPAN rule to the value rec[start:end];
+// composing says whether the value holds a rune at or above nfcBelow.
+func (r *recParser) ambiguous(start, end int, escaped, composing bool) *Refusal {
 	val := r.rec[start:end]
 	if len(val) == 0 {
 		return r.refuse(receipts.AmbiguousSpan, start-1, 2)
 	}
-	first, _ := utf8.DecodeRune(val)
-	last, _ := utf8.DecodeLastRune(val)
-	if isSpaceRune(first) || isSpaceRune(last) {
-		return r.refuse(receipts.AmbiguousSpan, start, end-start)
+	if c0, cn := val[0], val[len(val)-1]; c0|cn < utf8.RuneSelf {
+		if asciiSpace(c0) || asciiSpace(cn) {
+			return r.refuse(receipts.AmbiguousSpan, start, end-start)
+		}
+	} else {
+		first, _ := utf8.DecodeRune(val)
+		last, _ := utf8.DecodeLastRune(val)
+		if isSpaceRune(first) || isSpaceRune(last) {
+			return r.refuse(receipts.AmbiguousSpan, start, end-start)
+		}
 	}
-	if nonASCII {
+	if composing {
 		dec := val
 		if escaped {
 			r.scratch = unescapeValue(r.scratch[:0], val)
@@ -625,15 +657,37 @@ func Escape(dst, val []byte) []byte {
 	return dst
 }
 
+// plainRun returns the index of the first byte of b at or after i that is
+// not a plain value byte (printable ASCII other than '"' and '\\'), or
+// len(b). It reads eight bytes at a time; the last word may be read from b's
+// spare capacity, whose bytes never count.
+func plainRun(b []byte, i int) int {
+	for ; len(b)-i >= 8; i += 8 {
+		if m := notPlain(binary.LittleEndian.Uint64(b[i : i+8])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	if i < len(b) && cap(b)-i >= 8 {
+		return min(len(b), i+bits.TrailingZeros64(notPlain(binary.LittleEndian.Uint64(b[i:i+8])))>>3)
+	}
+	for ; i < len(b) && valueByte[b[i]] == vbPlain; i++ {
+	}
+	return i
+}
+
 // plainWord reports whether all eight bytes of x are plain value bytes:
 // printable ASCII other than '"' and '\\'.
-func plainWord(x uint64) bool {
+func plainWord(x uint64) bool { return notPlain(x) == 0 }
+
+// notPlain returns a word whose lowest set bit is the top bit of the first
+// (lowest) byte of x that is not a plain value byte, or 0 if all are plain.
+// Bits above that one are not exact: a borrow may flag a later byte.
+func notPlain(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
 	bad := x & highs                             // ≥ 0x80
-	bad |= (x - 0x2020202020202020) &^ x & highs // < 0x20 (exact when no byte ≥ 0x80)
-	bad |= zero(x ^ 0x2222222222222222)          // '"'
-	bad |= zero(x ^ 0x5c5c5c5c5c5c5c5c)          // '\\'
-	bad |= zero(x ^ 0x7f7f7f7f7f7f7f7f)          // DEL
-	return bad == 0
+	bad |= (x - 0x2020202020202020) &^ x & highs // < 0x20 (exact for the first such byte)
+	bad |= zeroBytes(x ^ 0x2222222222222222)     // '"'
+	bad |= zeroBytes(x ^ 0x5c5c5c5c5c5c5c5c)     // '\\'
+	bad |= zeroBytes(x ^ 0x7f7f7f7f7f7f7f7f)     // DEL
+	return bad
 }

@@ -39,12 +39,18 @@ type Vocabulary struct {
 	digest      string
 	diagnostics *strset
 	modules     *strset
-	deps        *strset // "module@version"
-	depMod      []int32 // for each dep, its module's index in modules
+	deps        *strset   // "module@version"
+	depMod      []depItem // for each dep, its module
 	statuses    *strset
 	citations   *strset
 	questions   *strset
 	all         *strset // every item of every class, for the ambiguity rule
+}
+
+// depItem locates the module of a "module@version" item: its index in the
+// modules and the offset of the "@".
+type depItem struct {
+	module, at int32
 }
 
 // VocabularyError reports an unusable vocabulary document. The vocabulary is
@@ -164,10 +170,11 @@ func LoadVocabulary(data []byte) (*Vocabulary, error) {
 		}
 	}
 	v.deps = newStrset(deps, false)
-	v.depMod = make([]int32, v.deps.len())
+	v.depMod = make([]depItem, v.deps.len())
 	for i := range v.depMod {
 		d := v.deps.keyAt(int32(i))
-		v.depMod[i] = v.modules.lookup(d[:bytes.IndexByte(d, '@')])
+		at := bytes.IndexByte(d, '@')
+		v.depMod[i] = depItem{module: v.modules.lookup(d[:at]), at: int32(at)}
 	}
 	v.all = newStrset(all, true)
 	return v, nil
