@@ -1,25 +1,35 @@
 package verifier
 
 import (
+	"bytes"
+	"encoding/binary"
 	"slices"
 )
 
 // matcher is an Aho–Corasick automaton over byte patterns: one pass over a
 // text finds every occurrence of every pattern, whatever their number.
 type matcher struct {
-	nodes []acNode
+	nodes []acNode // in breadth-first order: a node's fail state comes before it
 	kids  []acKid
 	root  [256]int32 // complete transition table of the root
-	// delta is the complete transition table of every state (state<<8 |
-	// byte), built when the automaton is small enough: one lookup per byte.
+	// delta is the complete transition table of every state, over byte
+	// classes (entry state*nclass + class[byte]), built when it is small
+	// enough: one lookup per byte. Bytes that occur in no pattern share
+	// class 0. Entries are little-endian int32 in a buffer from newBuffer.
 	// A transition into a state where some pattern ends is stored
 	// complemented (^state, negative), so that the scan tests one sign.
-	delta []int32
+	delta  []byte
+	class  [256]uint16
+	nclass int
+	free   func() // frees delta
+	// starts tells the bytes that begin a pattern: in the root state, the
+	// scan skips the others without a transition.
+	starts [256]bool
 }
 
-// denseMax is the largest automaton that gets a complete transition table
-// (256 int32 per state: 16 MiB at most).
-const denseMax = 1 << 14
+// denseMax bounds the complete transition table: states × classes entries
+// of 4 bytes (64 MiB at most).
+const denseMax = 1 << 24
 
 type acNode struct {
 	first, n int32 // children: kids[first : first+n], sorted by byte
@@ -34,55 +44,124 @@ type acKid struct {
 }
 
 // newMatcher builds the automaton for patterns (empty patterns are ignored).
-func newMatcher(patterns [][]byte) *matcher {
-	type tmpNode struct {
-		kids []acKid
-		out  int32
-	}
-	tmp := []tmpNode{{}}
+// The trie is built from the sorted patterns, a node's children being the
+// runs of patterns that share its prefix and the next byte, so that it
+// costs a few arrays and no allocation per node. The caller calls release
+// when done.
+func newMatcher(patterns [][]byte) *matcher { return newMatcherLimit(patterns, denseMax) }
+
+// newMatcherLimit is newMatcher with a complete table only when it has at
+// most limit entries.
+func newMatcherLimit(patterns [][]byte, limit int) *matcher {
+	ps := make([][]byte, 0, len(patterns))
+	total := 0
 	for _, p := range patterns {
-		if len(p) == 0 {
-			continue
+		if len(p) > 0 {
+			ps = append(ps, p)
+			total += len(p)
 		}
-		s := int32(0)
-		for _, c := range p {
-			next := int32(-1)
-			for _, k := range tmp[s].kids {
-				if k.b == c {
-					next = k.to
-					break
-				}
-			}
-			if next < 0 {
-				next = int32(len(tmp))
-				tmp = append(tmp, tmpNode{})
-				tmp[s].kids = append(tmp[s].kids, acKid{c, next})
-			}
-			s = next
+	}
+	slices.SortFunc(ps, bytes.Compare)
+	ps = slices.CompactFunc(ps, bytes.Equal)
+
+	// Breadth-first: node u stands for the patterns ps[lo:hi] that share
+	// their first depth bytes.
+	type group struct{ lo, hi, depth int32 }
+	m := &matcher{nodes: make([]acNode, 1, total+1), kids: make([]acKid, 0, total)}
+	m.nodes[0].dict = -1
+	queue := make([]group, 1, total+1)
+	queue[0] = group{0, int32(len(ps)), 0}
+	for u := 0; u < len(queue); u++ {
+		g := queue[u]
+		lo := g.lo
+		if lo < g.hi && len(ps[lo]) == int(g.depth) {
+			m.nodes[u].out = g.depth // the pattern that is this prefix sorts first
+			lo++
 		}
-		tmp[s].out = int32(len(p))
+		m.nodes[u].first = int32(len(m.kids))
+		for lo < g.hi {
+			c := ps[lo][g.depth]
+			hi := lo + 1
+			for hi < g.hi && ps[hi][g.depth] == c {
+				hi++
+			}
+			v := int32(len(m.nodes))
+			m.nodes = append(m.nodes, acNode{dict: -1})
+			m.kids = append(m.kids, acKid{c, v})
+			queue = append(queue, group{lo, hi, g.depth + 1})
+			lo = hi
+		}
+		m.nodes[u].n = int32(len(m.kids)) - m.nodes[u].first
 	}
-	m := &matcher{nodes: make([]acNode, len(tmp))}
-	for i := range tmp {
-		slices.SortFunc(tmp[i].kids, func(a, b acKid) int { return int(a.b) - int(b.b) })
-		m.nodes[i] = acNode{first: int32(len(m.kids)), n: int32(len(tmp[i].kids)), out: tmp[i].out, dict: -1}
-		m.kids = append(m.kids, tmp[i].kids...)
-	}
-	// Breadth-first: fail links and dictionary links.
-	queue := make([]int32, 0, len(m.nodes))
-	order := make([]int32, 0, len(m.nodes))
-	for _, k := range m.kids[m.nodes[0].first : m.nodes[0].first+m.nodes[0].n] {
+	for _, k := range m.kidsOf(0) {
 		m.root[k.b] = k.to
-		queue = append(queue, k.to)
+		m.starts[k.b] = true
 	}
-	for len(queue) > 0 {
-		u := queue[0]
-		queue = queue[1:]
-		order = append(order, u)
-		nu := m.nodes[u]
-		for _, k := range m.kids[nu.first : nu.first+nu.n] {
+
+	// Byte classes: one per byte that occurs in a pattern.
+	for _, k := range m.kids {
+		if m.class[k.b] == 0 {
+			m.nclass++
+			m.class[k.b] = uint16(m.nclass)
+		}
+	}
+	m.nclass++ // class 0
+	if len(m.nodes)*m.nclass <= limit {
+		m.buildDense()
+	} else {
+		m.buildSparse()
+	}
+	return m
+}
+
+func (m *matcher) kidsOf(u int32) []acKid {
+	n := m.nodes[u]
+	return m.kids[n.first : n.first+n.n]
+}
+
+// buildDense computes the complete table and the fail links together, in
+// breadth-first order: a node's row is its fail state's row with its own
+// children set, and a child's fail state is the transition of the node's
+// fail state on the child's byte.
+func (m *matcher) buildDense() {
+	w := m.nclass
+	m.delta, m.free = newBuffer(4 * len(m.nodes) * w)
+	for u := range m.nodes {
+		if u > 0 {
+			f := int(m.nodes[u].fail)
+			copy(m.delta[4*u*w:4*(u+1)*w], m.delta[4*f*w:4*(f+1)*w])
+		}
+		for _, k := range m.kidsOf(int32(u)) {
+			e := u*w + int(m.class[k.b])
+			if u > 0 {
+				m.nodes[k.to].fail = m.entry(e)
+			}
+			m.setEntry(e, k.to)
+		}
+		if u > 0 {
+			m.setDict(int32(u))
+		}
+	}
+	for e := range len(m.delta) / 4 {
+		if t := m.entry(e); m.nodes[t].out > 0 || m.nodes[t].dict > 0 {
+			m.setEntry(e, ^t)
+		}
+	}
+}
+
+func (m *matcher) entry(e int) int32 { return int32(binary.LittleEndian.Uint32(m.delta[4*e:])) }
+
+func (m *matcher) setEntry(e int, t int32) { binary.LittleEndian.PutUint32(m.delta[4*e:], uint32(t)) }
+
+// buildSparse computes the fail links by following fail links.
+func (m *matcher) buildSparse() {
+	for u := range m.nodes {
+		for _, k := range m.kidsOf(int32(u)) {
 			v := k.to
-			f := nu.fail
+			if u == 0 {
+				continue // the root's children fail to the root
+			}
+			f := m.nodes[u].fail
 			for {
 				if t, ok := m.step(f, k.b); ok && t != v {
 					m.nodes[v].fail = t
@@ -94,34 +173,29 @@ func newMatcher(patterns [][]byte) *matcher {
 				}
 				f = m.nodes[f].fail
 			}
-			fv := m.nodes[v].fail
-			if m.nodes[fv].out > 0 {
-				m.nodes[v].dict = fv
-			} else {
-				m.nodes[v].dict = m.nodes[fv].dict
-			}
-			queue = append(queue, v)
+		}
+		if u > 0 {
+			m.setDict(int32(u))
 		}
 	}
-	if len(m.nodes) <= denseMax {
-		// Breadth-first order: a state's fail state is complete before it.
-		m.delta = make([]int32, len(m.nodes)<<8)
-		copy(m.delta, m.root[:])
-		for _, u := range order {
-			row := m.delta[int(u)<<8 : int(u+1)<<8]
-			copy(row, m.delta[int(m.nodes[u].fail)<<8:int(m.nodes[u].fail+1)<<8])
-			n := m.nodes[u]
-			for _, k := range m.kids[n.first : n.first+n.n] {
-				row[k.b] = k.to
-			}
-		}
-		for i, t := range m.delta {
-			if m.nodes[t].out > 0 || m.nodes[t].dict > 0 {
-				m.delta[i] = ^t
-			}
-		}
+}
+
+// setDict sets the dictionary link of v, whose fail state's is set.
+func (m *matcher) setDict(v int32) {
+	fv := m.nodes[v].fail
+	if m.nodes[fv].out > 0 {
+		m.nodes[v].dict = fv
+	} else {
+		m.nodes[v].dict = m.nodes[fv].dict
 	}
-	return m
+}
+
+// release frees the matcher's table; the matcher must not be used after.
+func (m *matcher) release() {
+	if m.free != nil {
+		m.free()
+		m.free, m.delta = nil, nil
+	}
 }
 
 // step returns the child of s on byte c. The root's table is complete: a
@@ -172,19 +246,28 @@ func (m *matcher) scan(text []byte, from, to int, fn func(start, end int) bool) 
 	}
 }
 
-// scanDense is scan with the complete transition table: one lookup and one
-// sign test per byte.
+// scanDense is scan with the complete transition table: two lookups and
+// one sign test per byte, and in the root state one lookup per byte until a
+// byte that begins a pattern.
 func (m *matcher) scanDense(text []byte, from, to int, fn func(start, end int) bool) {
-	delta := m.delta
-	s := int32(0)
+	delta, w := m.delta, m.nclass
+	s := 0
 	for i := from; i < to; i++ {
-		t := delta[int(s)<<8|int(text[i])]
+		if s == 0 {
+			for i < to && !m.starts[text[i]] {
+				i++
+			}
+			if i == to {
+				return
+			}
+		}
+		t := int32(binary.LittleEndian.Uint32(delta[4*(s*w+int(m.class[text[i]])):]))
 		if t >= 0 {
-			s = t
+			s = int(t)
 			continue
 		}
-		s = ^t
-		if !m.report(s, i+1, fn) {
+		s = int(^t)
+		if !m.report(int32(s), i+1, fn) {
 			return
 		}
 	}

@@ -58,8 +58,10 @@
 // proportion to it but the decoded texts: owner values and tokens are
 // numbered in byte-keyed hash tables, and the export re-derived from the
 // source is compared with the export bytes while it is derived. It uses two
-// CPUs: the export is decoded while the source is, and the keyed digests
-// are computed while the texts are walked. The source's long strings and
+// CPUs: the export is decoded while the source is; the source is recognized
+// on one while the export is recognized and paired with it on the other;
+// the keyed digests are computed meanwhile; the residual search splits the
+// texts among the CPUs. The source's long strings and
 // the export's texts are decoded into memory mapped at once (on Linux, with
 // huge pages where the system allows), not page by page: in a fresh plugin
 // process each first write to a 4 KiB page is a fault, and on virtual

@@ -68,10 +68,12 @@ func (k spanKind) public() bool {
 }
 
 // span is a byte range [start, end) of a part's text. cat is the category
-// index of an owner key or value span, and -1 otherwise.
+// index of an owner key or value span, and -1 otherwise; id is set for
+// vocabulary items.
 type span struct {
 	kind       spanKind
 	cat        int8
+	id         int32 // the item's number in the vocabulary, for public items
 	start, end int
 }
 
@@ -185,11 +187,11 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 			rest := text[i:end]
 			switch {
 			case bytes.HasPrefix(rest, []byte("finding ")):
-				spans = append(spans, span{spanKeyword, -1, i, i + 7}, span{spanSep, -1, i + 7, i + 8})
+				spans = append(spans, span{spanKeyword, -1, 0, i, i + 7}, span{spanSep, -1, 0, i + 7, i + 8})
 				i += 8
 				st = stDiagnostic
 			case bytes.HasPrefix(rest, []byte("ask ")):
-				spans = append(spans, span{spanKeyword, -1, i, i + 3}, span{spanSep, -1, i + 3, i + 4})
+				spans = append(spans, span{spanKeyword, -1, 0, i, i + 3}, span{spanSep, -1, 0, i + 3, i + 4})
 				i += 4
 				st = stQuestion
 			case bareKeyword(rest, "finding"), bareKeyword(rest, "ask"):
@@ -240,7 +242,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				}
 				return fail(code, off, n, j)
 			}
-			spans = append(spans, span{kind, -1, i, j})
+			spans = append(spans, span{kind, -1, int32(id), i, j})
 			switch st {
 			case stCitation, stQuestion:
 				i = j
@@ -248,7 +250,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				continue
 			case stModule:
 				modID = id
-				spans = append(spans, span{spanAt, -1, j, j + 1})
+				spans = append(spans, span{spanAt, -1, 0, j, j + 1})
 				i = j + 1
 				st = stVersion
 				continue
@@ -257,7 +259,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				// LF where another field must follow.
 				return fail(receipts.MalformedRecord, j, 1, j)
 			}
-			spans = append(spans, span{spanSep, -1, j, j + 1})
+			spans = append(spans, span{spanSep, -1, 0, j, j + 1})
 			i = j + 1
 			switch st {
 			case stDiagnostic:
@@ -272,7 +274,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 
 		case stFixedOrCitation:
 			if bytes.HasPrefix(text[i:end], []byte("fixed=")) {
-				spans = append(spans, span{spanFixed, -1, i, i + 6})
+				spans = append(spans, span{spanFixed, -1, 0, i, i + 6})
 				i += 6
 				st = stFixedVersion
 			} else {
@@ -285,10 +287,10 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 			}
 			switch text[i] {
 			case '\n':
-				spans = append(spans, span{spanSep, -1, i, i + 1})
+				spans = append(spans, span{spanSep, -1, 0, i, i + 1})
 				return spans, i + 1, nil
 			case ' ':
-				spans = append(spans, span{spanSep, -1, i, i + 1})
+				spans = append(spans, span{spanSep, -1, 0, i, i + 1})
 				i++
 				st = stOwner
 			default:
@@ -329,7 +331,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				return fail(receipts.UnknownCategory, i+6, j-i-6, j)
 			}
 			cat = int8(c)
-			spans = append(spans, span{spanOwnerKey, cat, i, j}, span{spanEq, -1, j, j + 1})
+			spans = append(spans, span{spanOwnerKey, cat, 0, i, j}, span{spanEq, -1, 0, j, j + 1})
 			i = j + 1
 			if i == end {
 				return truncated()
@@ -337,7 +339,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 			if text[i] != '"' {
 				return fail(receipts.MalformedRecord, i, 1, i)
 			}
-			spans = append(spans, span{spanQuote, -1, i, i + 1})
+			spans = append(spans, span{spanQuote, -1, 0, i, i + 1})
 			quote = i
 			i++
 			st = stValue
@@ -389,7 +391,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 					return fail(code, i, j-i, j)
 				}
 			}
-			spans = append(spans, span{spanValue, cat, i, j}, span{spanQuote, -1, j, j + 1})
+			spans = append(spans, span{spanValue, cat, 0, i, j}, span{spanQuote, -1, 0, j, j + 1})
 			i = j + 1
 			st = stTail
 		}
@@ -451,6 +453,33 @@ func (r *recognizer) lookup(st state, item []byte, modID int) (spanKind, int, re
 	}
 	m.item[st], m.mod[st], m.id[st] = item, modID, id
 	return itemKinds[st], id, ""
+}
+
+// seed fills the memo with the items of a record recognized in text, as
+// they were found: the pairing's export recognizer then finds the items
+// its source record holds without looking them up again.
+func (m *lookupMemo) seed(text []byte, spans []span) {
+	mod := -1
+	for _, sp := range spans {
+		st := itemStates[sp.kind]
+		if st == stKeyword {
+			continue // not an item
+		}
+		m.item[st], m.id[st], m.mod[st] = text[sp.start:sp.end], int(sp.id), -1
+		switch st {
+		case stModule:
+			mod = int(sp.id)
+		case stVersion, stFixedVersion:
+			m.mod[st] = mod
+		}
+	}
+}
+
+// itemStates is the state that reads each kind of item; stKeyword for the
+// other spans.
+var itemStates = [spanValue + 1]state{
+	spanDiagnostic: stDiagnostic, spanModule: stModule, spanVersion: stVersion, spanStatus: stStatus,
+	spanFixedVersion: stFixedVersion, spanCitation: stCitation, spanQuestion: stQuestion,
 }
 
 // itemKinds is the span kind of an item found in each state that reads one,

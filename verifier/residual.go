@@ -66,6 +66,7 @@ func (c *check) checkResidual(vt *valueTable, bad []region) {
 	}
 	if len(bad) > 0 && len(plain) > 0 {
 		m := newMatcher(plain)
+		defer m.release()
 		for _, r := range bad {
 			text := c.expParts[r.part].text
 			m.scan(text, r.start, r.end, func(s, e int) bool {
@@ -102,6 +103,7 @@ type scanResult struct {
 // CPU; the results are in text order.
 func (c *check) scanStraddling(values [][]byte, chunk int) []scanResult {
 	m := newMatcher(values)
+	defer m.release()
 	longest := 0
 	for _, v := range values {
 		longest = max(longest, len(v))

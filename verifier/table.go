@@ -109,28 +109,14 @@ func (t *byteTable) grow() {
 // len returns the number of keys.
 func (t *byteTable) len() int { return len(t.keys) }
 
-// valueTable holds the cut's owner values, keyed by category and the value
-// as written in the source (escapes kept): what the walk knows about each.
+// valueTable numbers the cut's owner values, keyed by category and the
+// value as written in the source (escapes kept), and gives each its
+// irreversible number: the order of its first appearance among the values
+// of its category in the cut, from 1.
 type valueTable struct {
 	byteTable
-	info   []valueInfo // by value number
-	next   [8]int32    // last irreversible number given, per category
-	tokens []byte      // the tokens of valueInfo, copied
-}
-
-// valueInfo is what the walk learns about one owner value of one category.
-type valueInfo struct {
-	// n is the value's irreversible number: the order of its first
-	// appearance among the values of its category in the cut, from 1.
-	n int32
-	// tokens[tokOff : tokOff+tokLen] is the token found at the value's
-	// first paired slot; hasTok tells whether there has been one.
-	tokOff, tokLen uint32
-	hasTok         bool
-	// tokClash records that the token table maps the token to another
-	// value. The token table never changes an entry, so this holds for
-	// every later slot that pairs the value with the same token.
-	tokClash bool
+	n    []int32  // irreversible number, by value number
+	next [8]int32 // last irreversible number given, per category
 }
 
 func newValueTable() *valueTable {
@@ -149,19 +135,6 @@ func (t *valueTable) findValue(cat int, v []byte) (id, slot int, h uint64) {
 // irreversible number of its category, and returns its number.
 func (t *valueTable) addValue(cat int, v []byte, h uint64, slot int) int {
 	t.next[cat]++
-	t.info = append(t.info, valueInfo{n: t.next[cat]})
+	t.n = append(t.n, t.next[cat])
 	return t.insert(cat, v, h, slot)
-}
-
-// token returns the token recorded for value id.
-func (t *valueTable) token(id int) []byte {
-	vi := &t.info[id]
-	return t.tokens[vi.tokOff : vi.tokOff+vi.tokLen : vi.tokOff+vi.tokLen]
-}
-
-// setToken records tok as the token of value id.
-func (t *valueTable) setToken(id int, tok []byte) {
-	vi := &t.info[id]
-	vi.tokOff, vi.tokLen, vi.hasTok = uint32(len(t.tokens)), uint32(len(tok)), true
-	t.tokens = append(t.tokens, tok...)
 }

@@ -29,16 +29,36 @@ func where(part, line, recStart, off, length int) string {
 }
 
 // tokenState checks token consistency across the whole cut. It stands for
-// two maps per category, value → token and token → value: values holds the
-// first, with each value's first token; tokens numbers the (category,
-// token) pairs seen, and tokVal gives the number of the value each first
-// stood for (within one category, equal numbers mean equal values).
+// two maps per category, value → token and token → value: info holds the
+// first, the token first paired with each value number; tokens numbers the
+// (category, token) pairs seen, and tokVal gives the number of the value
+// each first stood for (within one category, equal numbers mean equal
+// values).
 type tokenState struct {
 	mode   string
-	values *valueTable
+	info   []tokenInfo // by value number
+	toks   []byte      // the tokens of info, copied
 	tokens *byteTable
 	tokVal []int32 // by token number
 	ns     []byte  // the reversible namespace of the first token
+}
+
+// tokenInfo is the token first paired with one value.
+type tokenInfo struct {
+	off, n uint32 // toks[off : off+n]
+	has    bool
+	// clash records that the token table maps the token to another value.
+	// The token table never changes an entry, so this holds for every later
+	// slot that pairs the value with the same token.
+	clash bool
+}
+
+// valueToken returns what is known of the token of value id.
+func (ts *tokenState) valueToken(id int) *tokenInfo {
+	for id >= len(ts.info) {
+		ts.info = append(ts.info, tokenInfo{})
+	}
+	return &ts.info[id]
 }
 
 // tokenClash looks the token t of category cat up: on its first appearance
@@ -118,12 +138,14 @@ func (c *check) walk() *walkResult {
 		tok.fail("plan: mode unknown")
 	}
 
-	srcRec := newRecognizer(c.voc, false)
-	expRec := newRecognizer(c.voc, true)
-	expRec.memo = srcRec.memo
+	// The source is recognized on another CPU, a few hundred records ahead
+	// (sourceRecords); this goroutine recognizes the export and pairs them.
 	vt := newValueTable()
-	srcRec.values = vt
-	ts := &tokenState{mode: c.mode, values: vt, tokens: newByteTable()}
+	var sw sourceWalk
+	src := c.startSource(vt, &allowed, &sw)
+	defer src.stop()
+	expRec := newRecognizer(c.voc, true)
+	ts := &tokenState{mode: c.mode, tokens: newByteTable()}
 	var bad []region
 
 	nsrc := len(c.src.Parts)
@@ -134,13 +156,10 @@ func (c *check) walk() *walkResult {
 		own.fail("parts could not be paired")
 		tok.fail("parts could not be paired")
 	}
-	w.sourceRecognized = true
 	x := newExpectedExport(c.req.Export, c.mode == receipts.ModeIrreversible)
 	x.begin()
-	var sspans, espans []span
-	var slotIDs []int // value numbers of the source record's owner slots (srcRec.valueIDs)
-	var tokOK []bool  // whether each export owner slot holds a token of its category
-	records, publics, slots := 0, 0, 0
+	var espans []span
+	var tokOK []bool // whether each export owner slot holds a token of its category
 
 	for p := range max(nsrc, nexp) {
 		if p >= nsrc {
@@ -159,7 +178,6 @@ func (c *check) walk() *walkResult {
 			}
 		}
 		if len(s) > MaxPartTextBytes {
-			w.sourceRecognized = false
 			paired = false
 			if hasE {
 				bad = append(bad, region{p, 0, len(e)})
@@ -171,35 +189,17 @@ func (c *check) walk() *walkResult {
 		for si < len(s) || (hasE && ei < len(e)) {
 			line := rec + 1
 			sStart, eStart := si, ei
-			var sref, eref *refusal
+			var sr sourceRecord
+			var eref *refusal
 			sHave, eHave := si < len(s), hasE && ei < len(e)
 			if sHave {
-				sspans, si, sref = srcRec.record(s, si, sspans[:0])
-				slotIDs = srcRec.valueIDs
-				for _, sp := range sspans {
-					switch {
-					case sp.kind == spanOwnerKey:
-						if !allowed[sp.cat] && c.plan != nil {
-							cov.fail("%s %s", receipts.ProhibitedCategory, where(p, line, sStart, sp.start, sp.end-sp.start))
-						}
-						w.used[sp.cat] = true
-					case sp.kind == spanValue:
-						if sref == nil {
-							w.counts[sp.cat]++
-							slots++
-						}
-					case sp.kind.public():
-						publics++
-					}
-				}
-				if sref != nil {
-					w.sourceRecognized = false
-					cov.fail("%s %s", sref.code, where(p, line, sStart, sref.off, sref.length))
-				} else {
-					records++
-				}
+				sr = src.next(sStart)
+				si = sr.end
 			}
 			if eHave {
+				if sHave {
+					expRec.memo.seed(s, sr.spans)
+				}
 				espans, ei, eref = expRec.record(e, ei, espans[:0])
 				tokOK = tokOK[:0]
 				for _, sp := range espans {
@@ -224,10 +224,10 @@ func (c *check) walk() *walkResult {
 				pub.fail("part %d line %d: record count differs", p, line)
 			case eref != nil:
 				pub.fail("part %d: export record not recognized: %s %s", p, eref.code, where(p, line, eStart, eref.off, eref.length))
-			case sref != nil:
+			case sr.refused:
 				pub.fail("part %d line %d: source record not recognized", p, line)
 			default:
-				if k := skeletonDiff(s, sspans, e, espans); k >= 0 {
+				if k := skeletonDiff(s, sr.spans, e, espans); k >= 0 {
 					at := eStart
 					if k < len(espans) {
 						at = espans[k].start
@@ -241,18 +241,21 @@ func (c *check) walk() *walkResult {
 				paired = false
 			}
 			if recPaired {
-				c.pairSlots(ts, p, line, eStart, s, sspans, e, espans, slotIDs, tokOK)
+				c.pairSlots(ts, p, line, eStart, s, sr.spans, e, espans, sr.slots, tokOK)
 			}
 
 			// Re-derive the expected candidate text of this record.
-			if sHave && sref == nil {
-				expectRecord(x, vt, s, sStart, si, sspans, e, espans, recPaired, slotIDs)
+			if sHave && !sr.refused {
+				expectRecord(x, s, sStart, si, sr.spans, e, espans, recPaired, sr.slots)
 			}
 			rec++
 		}
 		x.endPart()
 	}
 	x.end()
+	src.finish()
+	w.sourceRecognized, w.counts, w.used = sw.recognized, sw.counts, sw.used
+	records, publics, slots := sw.records, sw.publics, sw.slots
 	tokDiff, irrDiff := x.results()
 
 	if !w.sourceRecognized {
@@ -287,8 +290,8 @@ func (c *check) walk() *walkResult {
 		}
 	}
 	distinct := 0
-	for i := range vt.info {
-		if vt.info[i].hasTok {
+	for i := range ts.info {
+		if ts.info[i].has {
 			distinct++
 		}
 	}
@@ -338,10 +341,10 @@ func (w lazyWhere) String() string { return where(w.part, w.line, w.recStart, w.
 // pairSlots checks the owner slots of one paired record: each export slot
 // must hold a token of the slot's category (owners-replaced), and tokens
 // must be consistent across the cut and of the plan's mode
-// (token-consistency). ids are the value numbers of the source record's
+// (token-consistency). slots are the value numbers of the source record's
 // slots and tokOK tells, for each export slot, whether it holds a token of
 // its category.
-func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []span, e []byte, es []span, ids []int, tokOK []bool) {
+func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []span, e []byte, es []span, slots []sourceSlot, tokOK []bool) {
 	own, tok := &c.out[cOwners], &c.out[cTokens]
 	k := 0
 	var buf [maxIrreversibleLen]byte
@@ -356,17 +359,18 @@ func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []sp
 		if !tokOK[k] {
 			own.fail("owner slot does not hold a %s token: %s", categories[cat], pos)
 		}
-		id := ids[k]
-		vi := &ts.values.info[id]
+		id := int(slots[k].id)
+		vi := ts.valueToken(id)
 		switch {
-		case !vi.hasTok:
-			ts.values.setToken(id, tv)
-			vi.tokClash = ts.tokenClash(cat, tv, id)
-			if vi.tokClash {
+		case !vi.has:
+			vi.off, vi.n, vi.has = uint32(len(ts.toks)), uint32(len(tv)), true
+			ts.toks = append(ts.toks, tv...)
+			vi.clash = ts.tokenClash(cat, tv, id)
+			if vi.clash {
 				tok.fail("one %s token stands for different values: %s", categories[cat], pos)
 			}
-		case bytes.Equal(ts.values.token(id), tv):
-			if vi.tokClash {
+		case string(ts.toks[vi.off:vi.off+vi.n]) == string(tv):
+			if vi.clash {
 				tok.fail("one %s token stands for different values: %s", categories[cat], pos)
 			}
 		default:
@@ -377,7 +381,7 @@ func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []sp
 		}
 		switch ts.mode {
 		case receipts.ModeIrreversible:
-			if !bytes.Equal(tv, appendIrreversible(buf[:0], cat, int(vi.n))) {
+			if !bytes.Equal(tv, appendIrreversible(buf[:0], cat, int(slots[k].n))) {
 				tok.fail("token is not redacted:%s:<n> in order of first appearance: %s", categories[cat], pos)
 			}
 		case receipts.ModeReversible:
@@ -400,9 +404,9 @@ func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []sp
 // expectRecord writes the expected candidate text of one recognized source
 // record s[start:end] to x: the owner values replaced by the tokens found
 // in the paired export record (or kept, when the record is not paired) for
-// owners-replaced, and by the irreversible tokens of their value numbers ids
-// for token-consistency.
-func expectRecord(x *expectedExport, vt *valueTable, s []byte, start, end int, ss []span, e []byte, es []span, paired bool, ids []int) {
+// owners-replaced, and by the irreversible tokens of their numbers for
+// token-consistency.
+func expectRecord(x *expectedExport, s []byte, start, end int, ss []span, e []byte, es []span, paired bool, slots []sourceSlot) {
 	last := start
 	k := 0
 	var buf [maxIrreversibleLen]byte
@@ -417,7 +421,7 @@ func expectRecord(x *expectedExport, vt *valueTable, s []byte, start, end int, s
 		}
 		var irr []byte
 		if x.withIrr {
-			irr = appendIrreversible(buf[:0], int(sp.cat), int(vt.info[ids[k]].n))
+			irr = appendIrreversible(buf[:0], int(sp.cat), int(slots[k].n))
 		}
 		x.slot(t, irr)
 		k++
