@@ -6,7 +6,7 @@ import "golang.org/x/sys/unix"
 
 // mapThreshold is the size from which newBuffer maps memory apart from the
 // Go heap.
-const mapThreshold = 4 << 20
+const mapThreshold = 64 << 10
 
 // newBuffer returns a zeroed buffer of n bytes and the function that frees
 // it; nothing may use the buffer after that.

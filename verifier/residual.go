@@ -29,6 +29,7 @@ func (c *check) checkResidual(vt *valueTable, bad []region) {
 	res := &c.out[cResidual]
 	// The distinct values as written, whatever their categories.
 	values := newByteTable()
+	defer values.release()
 	var straddling, plain [][]byte
 	for id := range vt.len() {
 		v := vt.bytes(id)

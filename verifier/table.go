@@ -1,6 +1,9 @@
 package verifier
 
-import "hash/maphash"
+import (
+	"encoding/binary"
+	"hash/maphash"
+)
 
 // byteTable is an open-addressing hash set of (tag, bytes) keys that
 // numbers its keys 0, 1, 2… in order of insertion. It stands where a Go map
@@ -10,54 +13,61 @@ import "hash/maphash"
 // 64 MiB text. The tag tells keys of different kinds apart (an owner
 // category, a kind of vocabulary item, a module).
 //
-// The seed is random per table, so that no input can be crafted to make
-// its probes long. Keys are bounded by the documents they come from (at
-// most 1 GiB each, receipts.DefaultMaxBytes), so arena offsets fit in 32
-// bits.
+// Its memory is three byte buffers from newBuffer, little-endian encoded,
+// so that in a fresh process (the plugin) it is mapped in at once rather
+// than faulted in page by page; release frees them, and the buffers they
+// outgrew, when the check ends. The seed is random per
+// table, so that no input can be crafted to make its probes long. Keys are
+// bounded by the documents they come from (at most 1 GiB each,
+// receipts.DefaultMaxBytes), so offsets fit in 32 bits.
 type byteTable struct {
 	seed  maphash.Seed
-	slots []tableSlot // power-of-two length; at most half full
-	keys  []tableKey  // by key number
-	arena []byte      // the keys' bytes, in order of insertion
+	slots growBuf // slotSize bytes per slot: key number+1 (0: empty), low 32 bits of the hash, key offset, key length
+	nslot int     // a power of two; at most half the slots are used
+	keys  growBuf // 4 bytes per key number: the key's offset in the arena
+	arena growBuf // per key: its tag (4 bytes), then its bytes
+	n     int     // keys
 }
 
-// tableSlot is one slot: the key number plus one (0: empty), the low 32
-// bits of the key's hash, and the key itself, so that a probe reads one
-// slot and the arena.
-type tableSlot struct {
-	id, hash uint32
-	tableKey
-}
-
-// tableKey locates a key: arena[off : off+n], and its tag.
-type tableKey struct {
-	off, n uint32
-	tag    int32
-}
+const slotSize = 16
 
 func newByteTable() *byteTable {
-	return &byteTable{seed: maphash.MakeSeed(), slots: make([]tableSlot, 64)}
+	t := &byteTable{seed: maphash.MakeSeed(), nslot: 64}
+	t.slots.reset(64 * slotSize)
+	return t
 }
 
 func (t *byteTable) hash(b []byte) uint64 { return maphash.Bytes(t.seed, b) }
 
 // bytes returns the bytes of key id.
 func (t *byteTable) bytes(id int) []byte {
-	k := t.keys[id]
-	return t.arena[k.off : k.off+k.n : k.off+k.n]
+	off := int(le32(t.keys.b, 4*id))
+	return t.key(off)
+}
+
+// key returns the bytes of the key whose record starts at off.
+func (t *byteTable) key(off int) []byte {
+	n := int(le32(t.arena.b, off+4))
+	return t.arena.b[off+8 : off+8+n : off+8+n]
 }
 
 // find returns the number of (tag, b), or -1 and the slot where it would be
 // inserted. h is t.hash(b).
 func (t *byteTable) find(tag int, b []byte, h uint64) (int, int) {
-	mask := len(t.slots) - 1
+	mask := t.nslot - 1
+	slots, arena := t.slots.b, t.arena.b
 	for i := int(h>>32) & mask; ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.id == 0 {
+		s := slots[i*slotSize : i*slotSize+slotSize : i*slotSize+slotSize]
+		id := le32(s, 0)
+		if id == 0 {
 			return -1, i
 		}
-		if s.hash == uint32(h) && int(s.tag) == tag && string(t.arena[s.off:s.off+s.n]) == string(b) {
-			return int(s.id - 1), i
+		if le32(s, 4) != uint32(h) {
+			continue
+		}
+		off := int(le32(s, 8))
+		if int32(le32(arena, off)) == int32(tag) && string(t.key(off)) == string(b) {
+			return int(id - 1), i
 		}
 	}
 }
@@ -71,15 +81,26 @@ func (t *byteTable) has(tag int, b []byte) bool {
 // insert adds (tag, b), known to be absent, at slot (from find) and returns
 // its number.
 func (t *byteTable) insert(tag int, b []byte, h uint64, slot int) int {
-	id := len(t.keys)
-	k := tableKey{off: uint32(len(t.arena)), n: uint32(len(b)), tag: int32(tag)}
-	t.arena = append(t.arena, b...)
-	t.keys = append(t.keys, k)
-	t.slots[slot] = tableSlot{id: uint32(id + 1), hash: uint32(h), tableKey: k}
-	if 2*len(t.keys) > len(t.slots) {
+	id := t.n
+	t.n++
+	off := len(t.arena.b)
+	rec := t.arena.extend(8 + len(b))
+	put32(rec, 0, uint32(int32(tag)))
+	put32(rec, 4, uint32(len(b)))
+	copy(rec[8:], b)
+	put32(t.keys.extend(4), 0, uint32(off))
+	t.setSlot(slot, id, h, off)
+	if 2*t.n > t.nslot {
 		t.grow()
 	}
 	return id
+}
+
+func (t *byteTable) setSlot(i, id int, h uint64, off int) {
+	s := t.slots.b[i*slotSize:]
+	put32(s, 0, uint32(id+1))
+	put32(s, 4, uint32(h))
+	put32(s, 8, uint32(off))
 }
 
 // add inserts (tag, b) unless it is there, and returns its number.
@@ -94,20 +115,68 @@ func (t *byteTable) add(tag int, b []byte) int {
 
 // grow doubles the slots and re-inserts every key.
 func (t *byteTable) grow() {
-	t.slots = make([]tableSlot, 2*len(t.slots))
-	mask := len(t.slots) - 1
-	for id, k := range t.keys {
-		h := t.hash(t.arena[k.off : k.off+k.n])
+	t.nslot *= 2
+	t.slots.reset(t.nslot * slotSize)
+	mask := t.nslot - 1
+	for id := range t.n {
+		off := int(le32(t.keys.b, 4*id))
+		h := t.hash(t.key(off))
 		i := int(h>>32) & mask
-		for t.slots[i].id != 0 {
+		for le32(t.slots.b, i*slotSize) != 0 {
 			i = (i + 1) & mask
 		}
-		t.slots[i] = tableSlot{id: uint32(id + 1), hash: uint32(h), tableKey: k}
+		t.setSlot(i, id, h, off)
 	}
 }
 
 // len returns the number of keys.
-func (t *byteTable) len() int { return len(t.keys) }
+func (t *byteTable) len() int { return t.n }
+
+// release frees the table's memory; the table must not be used after.
+func (t *byteTable) release() {
+	t.slots.release()
+	t.keys.release()
+	t.arena.release()
+}
+
+func le32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i:]) }
+
+func put32(b []byte, i int, v uint32) { binary.LittleEndian.PutUint32(b[i:], v) }
+
+// growBuf is a byte slice whose memory comes from newBuffer: it doubles by
+// copying into a new buffer. The buffers it outgrew are only freed with the
+// last one, by release, so that a slice of them taken before a growth stays
+// valid until then.
+type growBuf struct {
+	b     []byte // len: used; cap: the buffer
+	frees []func()
+}
+
+// extend lengthens the slice by n zero bytes and returns them.
+func (g *growBuf) extend(n int) []byte {
+	l := len(g.b)
+	if l+n > cap(g.b) {
+		nb, free := newBuffer(max(2*cap(g.b), l+n, 256))
+		copy(nb, g.b)
+		g.b, g.frees = nb[:l], append(g.frees, free)
+	}
+	g.b = g.b[:l+n]
+	return g.b[l : l+n : l+n]
+}
+
+// reset replaces the slice with n zero bytes.
+func (g *growBuf) reset(n int) {
+	nb, free := newBuffer(n)
+	g.b, g.frees = nb, append(g.frees, free)
+}
+
+// release frees every buffer; nothing may use a slice of them after.
+func (g *growBuf) release() {
+	for _, free := range g.frees {
+		free()
+	}
+	g.b, g.frees = nil, nil
+}
 
 // valueTable numbers the cut's owner values, keyed by category and the
 // value as written in the source (escapes kept), and gives each its

@@ -333,6 +333,9 @@ func (c *check) decode() {
 	}
 
 	c.voc, c.vocErr = parseVocabulary(req.Vocabulary)
+	if c.voc != nil {
+		c.frees = append(c.frees, c.voc.release)
+	}
 	if d, err := digestDoc(req.Vocabulary); err == nil {
 		c.vocDigest = d
 	}

@@ -65,3 +65,9 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 	}
 	return v, nil
 }
+
+// release frees the vocabulary's tables; it must not be used after.
+func (v *vocabulary) release() {
+	v.items.release()
+	v.all.release()
+}

@@ -37,7 +37,6 @@ func where(part, line, recStart, off, length int) string {
 type tokenState struct {
 	mode   string
 	info   []tokenInfo // by value number
-	toks   []byte      // the tokens of info, copied
 	tokens *byteTable
 	tokVal []int32 // by token number
 	ns     []byte  // the reversible namespace of the first token
@@ -45,8 +44,8 @@ type tokenState struct {
 
 // tokenInfo is the token first paired with one value.
 type tokenInfo struct {
-	off, n uint32 // toks[off : off+n]
-	has    bool
+	tok int32 // its number in tokens
+	has bool
 	// clash records that the token table maps the token to another value.
 	// The token table never changes an entry, so this holds for every later
 	// slot that pairs the value with the same token.
@@ -61,18 +60,18 @@ func (ts *tokenState) valueToken(id int) *tokenInfo {
 	return &ts.info[id]
 }
 
-// tokenClash looks the token t of category cat up: on its first appearance
-// it is recorded as standing for value number v; later it clashes when it
-// stood for another value.
-func (ts *tokenState) tokenClash(cat int, t []byte, v int) bool {
+// token looks the token t of category cat up and returns its number: on
+// its first appearance it is recorded as standing for value number v;
+// later it clashes when it stood for another value.
+func (ts *tokenState) token(cat int, t []byte, v int) (int, bool) {
 	h := ts.tokens.hash(t)
 	id, slot := ts.tokens.find(cat, t, h)
 	if id < 0 {
-		ts.tokens.insert(cat, t, h, slot)
+		id = ts.tokens.insert(cat, t, h, slot)
 		ts.tokVal = append(ts.tokVal, int32(v))
-		return false
+		return id, false
 	}
-	return int(ts.tokVal[id]) != v
+	return id, int(ts.tokVal[id]) != v
 }
 
 // walk runs the recognizer over every source part and, in lockstep, over
@@ -141,11 +140,12 @@ func (c *check) walk() *walkResult {
 	// The source is recognized on another CPU, a few hundred records ahead
 	// (sourceRecords); this goroutine recognizes the export and pairs them.
 	vt := newValueTable()
+	ts := &tokenState{mode: c.mode, tokens: newByteTable()}
+	c.frees = append(c.frees, vt.release, ts.tokens.release)
 	var sw sourceWalk
 	src := c.startSource(vt, &allowed, &sw)
 	defer src.stop()
 	expRec := newRecognizer(c.voc, true)
-	ts := &tokenState{mode: c.mode, tokens: newByteTable()}
 	var bad []region
 
 	nsrc := len(c.src.Parts)
@@ -363,19 +363,18 @@ func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []sp
 		vi := ts.valueToken(id)
 		switch {
 		case !vi.has:
-			vi.off, vi.n, vi.has = uint32(len(ts.toks)), uint32(len(tv)), true
-			ts.toks = append(ts.toks, tv...)
-			vi.clash = ts.tokenClash(cat, tv, id)
-			if vi.clash {
+			t, clash := ts.token(cat, tv, id)
+			vi.tok, vi.has, vi.clash = int32(t), true, clash
+			if clash {
 				tok.fail("one %s token stands for different values: %s", categories[cat], pos)
 			}
-		case string(ts.toks[vi.off:vi.off+vi.n]) == string(tv):
+		case string(ts.tokens.bytes(int(vi.tok))) == string(tv):
 			if vi.clash {
 				tok.fail("one %s token stands for different values: %s", categories[cat], pos)
 			}
 		default:
 			tok.fail("equal %s values have different tokens: %s", categories[cat], pos)
-			if ts.tokenClash(cat, tv, id) {
+			if _, clash := ts.token(cat, tv, id); clash {
 				tok.fail("one %s token stands for different values: %s", categories[cat], pos)
 			}
 		}
