@@ -95,23 +95,27 @@ func takeApart(data, buf []byte) ([]byte, []blank, bool) {
 			return append(shadow, data[i:]...), blanks, true
 		}
 		q += i
-		end, ok := stringEnd(data, q+1)
-		if !ok {
+		// Every string is decoded, in one pass that finds its end; a key
+		// or a short string is dropped again. A string the strict parser
+		// refuses makes the strict parse decide.
+		start := len(dec)
+		var end int
+		var ok bool
+		dec, end, ok = decodeUntilQuote(dec, data, q+1)
+		if !ok || end == len(data) {
 			return nil, nil, false
 		}
+		end++ // past the closing quote
 		// A string followed by ':' is a key; it stays.
 		k := end
 		for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\n' || data[k] == '\r') {
 			k++
 		}
 		if end-q-2 < shadowMin || (k < len(data) && data[k] == ':') {
+			dec = dec[:start]
 			shadow = append(shadow, data[i:end]...)
 			i = end
 			continue
-		}
-		start := len(dec)
-		if dec, ok = decodeBody(dec, data[q+1:end-1]); !ok {
-			return nil, nil, false
 		}
 		shadow = append(shadow, data[i:q]...)
 		blanks = append(blanks, blank{off: len(shadow), str: dec[start:len(dec):len(dec)]})
@@ -120,42 +124,33 @@ func takeApart(data, buf []byte) ([]byte, []blank, bool) {
 	}
 }
 
-// stringEnd returns the offset just past the quote that ends the string
-// whose body starts at data[i].
-func stringEnd(data []byte, i int) (int, bool) {
-	for {
-		i += plainPrefix(data[i:])
-		switch {
-		case i >= len(data):
-			return 0, false
-		case data[i] == '"':
-			return i + 1, true
-		case data[i] == '\\':
-			i += 2 // the backslash and the byte it escapes
-		default:
-			i++ // a raw control byte: the strict parse refuses it
-		}
-	}
+// decodeBody appends the decoded bytes of the JSON string body b (between
+// the quotes) to dst, applying the strict parser's rules (decodeUntilQuote).
+// It reports false for anything else.
+func decodeBody(dst, b []byte) ([]byte, bool) {
+	dst, end, ok := decodeUntilQuote(dst, b, 0)
+	return dst, ok && end == len(b)
 }
 
-// decodeBody appends the decoded bytes of the JSON string body b (between
-// the quotes) to dst, applying the strict parser's rules: valid UTF-8, no
-// raw byte below 0x20, escapes \" \\ \/ \b \f \n \r \t and \uXXXX, where a
-// surrogate must be a high one followed by an escaped low one. It reports
-// false for anything else.
-func decodeBody(dst, b []byte) ([]byte, bool) {
-	for len(b) > 0 {
-		k := plainPrefix(b)
-		if !utf8.Valid(b[:k]) {
-			return dst, false
+// decodeUntilQuote appends the decoded bytes of the string body that starts
+// at data[i] to dst, up to its first unescaped '"' or the end of data, and
+// returns the offset where it stopped. It applies the strict parser's
+// rules: valid UTF-8, no raw byte below 0x20, escapes \" \\ \/ \b \f \n \r
+// \t and \uXXXX, where a surrogate must be a high one followed by an escaped
+// low one; it reports false for anything else.
+func decodeUntilQuote(dst, data []byte, i int) ([]byte, int, bool) {
+	for {
+		k := i + plainPrefix(data[i:])
+		if !utf8.Valid(data[i:k]) {
+			return dst, k, false
 		}
-		dst = append(dst, b[:k]...)
-		b = b[k:]
-		if len(b) == 0 {
-			break
+		dst = append(dst, data[i:k]...)
+		if k == len(data) || data[k] == '"' {
+			return dst, k, true
 		}
+		b := data[k:]
 		if b[0] != '\\' || len(b) < 2 {
-			return dst, false // a raw control byte, a raw quote or a lone backslash
+			return dst, k, false // a raw control byte or a lone backslash
 		}
 		var c byte
 		switch b[1] {
@@ -174,32 +169,31 @@ func decodeBody(dst, b []byte) ([]byte, bool) {
 		case 'u':
 			r, ok := hex4(b[2:])
 			if !ok {
-				return dst, false
+				return dst, k, false
 			}
 			n := 6
 			switch {
 			case utf16.IsSurrogate(r) && r < 0xdc00:
 				if len(b) < 12 || b[6] != '\\' || b[7] != 'u' {
-					return dst, false
+					return dst, k, false
 				}
 				lo, ok := hex4(b[8:])
 				if !ok || lo < 0xdc00 || lo > 0xdfff {
-					return dst, false
+					return dst, k, false
 				}
 				r, n = utf16.DecodeRune(r, lo), 12
 			case utf16.IsSurrogate(r):
-				return dst, false // a low surrogate alone
+				return dst, k, false // a low surrogate alone
 			}
 			dst = utf8.AppendRune(dst, r)
-			b = b[n:]
+			i = k + n
 			continue
 		default:
-			return dst, false
+			return dst, k, false
 		}
 		dst = append(dst, c)
-		b = b[2:]
+		i = k + 2
 	}
-	return dst, true
 }
 
 // hex4 reads four hexadecimal digits.
