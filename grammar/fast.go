@@ -5,17 +5,23 @@ import (
 	"math/bits"
 )
 
-// The fast path. Most records of a real text are well formed, so record()
-// first tries fast, which accepts exactly the records the field-by-field
-// parse accepts, with the same spans and stats, but in fewer instructions
-// and calls: fields are found by one inline word scan each, each lookup is a
-// single call (strset.find), an owner's prefix and category are matched as
-// two words, a plain ASCII owner value is scanned and checked inline, and
-// spans are built only in the mode that keeps them. It declines everything
-// else: a record it does not accept is parsed again by the field-by-field
-// code, which alone decides refusals and their positions. Declining is
-// always safe; accepting is checked against a frozen reference parser by
-// TestParseMatchesReference and FuzzParseMatchesReference.
+// The fast path. Most records of a real text are well formed, so run first
+// offers each record to fast, which accepts exactly the records the
+// field-by-field parse accepts, with the same spans and stats, in one pass
+// and with fewer instructions, calls and unpredictable branches: it finds the
+// record's LF as it goes instead of first, finds each field with one inline
+// word scan, makes each lookup one call (strset.find), matches an owner's
+// prefix and category as two words, scans and checks a plain ASCII owner
+// value inline, and builds spans only in the mode that keeps them. It
+// declines everything else: a record it does not accept is cut at its LF and
+// parsed field by field, which alone decides refusals and their positions.
+// Declining is always safe; accepting is checked against a frozen reference
+// parser by TestParseMatchesReference and FuzzParseMatchesReference.
+//
+// fast sees the text from the record's start to at most MaxRecord bytes on
+// (r.rec). A field that runs past the record's LF holds the LF, so no
+// vocabulary item matches it and fast declines; only the last public field
+// and what follows an owner value are checked for the LF itself.
 
 var (
 	wordFinding = binary.LittleEndian.Uint64([]byte("finding "))
@@ -48,13 +54,27 @@ func nextSPTail(b []byte, i int) int {
 	return i
 }
 
-// fast accepts r.rec if it is a record of the grammar and reports whether it
-// did, having added its stats to r.st and its spans to r.spans. When it did
-// not, r.st and r.spans hold garbage for record to restore.
-func (r *recParser) fast() bool {
+// nextEnd is nextSP stopping at an LF too.
+func nextEnd(b []byte, i int) int {
+	for ; len(b)-i >= 8; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i : i+8])
+		if t := zeroBytes(x^0x2020202020202020) | zeroBytes(x^0x0a0a0a0a0a0a0a0a); t != 0 {
+			return i + bits.TrailingZeros64(t)>>3
+		}
+	}
+	for ; i < len(b) && b[i] != ' ' && b[i] != '\n'; i++ {
+	}
+	return i
+}
+
+// fast accepts the record at the start of r.rec if it is a record of the
+// grammar, adding its stats to r.st and its spans to r.spans, and returns
+// the offset of its LF in r.rec; or it returns -1, leaving r.st and r.spans
+// holding garbage for run to restore.
+func (r *recParser) fast() int {
 	rec := r.rec
 	if len(rec) < 8 {
-		return false
+		return -1
 	}
 	var end int
 	switch w := binary.LittleEndian.Uint64(rec); {
@@ -63,13 +83,16 @@ func (r *recParser) fast() bool {
 	case uint32(w) == wordAsk:
 		end = r.askFast(len("ask "))
 	default:
-		return false
+		return -1
 	}
-	return end >= 0 && r.ownersFast(end)
+	if end < 0 {
+		return -1
+	}
+	return r.ownersFast(end)
 }
 
 // findingFast accepts the public fields of a finding record and returns the
-// offset just after its citation, or -1.
+// offset of the SP or LF after its citation, or -1.
 func (r *recParser) findingFast(off int) int {
 	v, rec := r.v, r.rec
 	e1 := nextSP(rec, off) // diagnostic
@@ -94,7 +117,10 @@ func (r *recParser) findingFast(off int) int {
 	} else if len(rec)-o5 >= len("fixed=") {
 		return -1 // a short tail: leave it to the field-by-field parse
 	}
-	e5 := nextSP(rec, o5) // citation
+	e5 := nextEnd(rec, o5) // citation
+	if e5 >= len(rec) {
+		return -1
+	}
 
 	i1 := v.diagnostics.find(rec[off:e1])
 	dep := rec[o2:e2]
@@ -142,10 +168,13 @@ func (r *recParser) findingFast(off int) int {
 	return e5
 }
 
-// askFast accepts the question of an ask record and returns the offset just
-// after it, or -1.
+// askFast accepts the question of an ask record and returns the offset of
+// the SP or LF after it, or -1.
 func (r *recParser) askFast(off int) int {
-	end := nextSP(r.rec, off)
+	end := nextEnd(r.rec, off)
+	if end >= len(r.rec) {
+		return -1
+	}
 	idx := r.v.questions.find(r.rec[off:end])
 	if idx < 0 {
 		return -1
@@ -196,32 +225,44 @@ var ownerPatterns = func() (t [16]ownerPattern) {
 // of the seven categories other than credential.
 func ownerSlot(head uint64) uint64 { return (head >> 48 * 17 & 0xffff) >> 7 & 15 }
 
-// ownersFast accepts *( SP owner ) from off to the end of the record.
-func (r *recParser) ownersFast(off int) bool {
+// ownersFast accepts *( SP owner ) from off, the SP or LF after the last
+// public field, to the record's LF, and returns the offset of the LF or -1.
+func (r *recParser) ownersFast(off int) int {
 	rec := r.rec
 	n := 0
-	for off < len(rec) {
-		// rec[off] is the SP that ended the previous production.
+	for {
+		if off >= len(rec) {
+			return -1
+		}
+		switch rec[off] {
+		case '\n':
+			return off
+		case ' ':
+		default:
+			return -1
+		}
 		q := off + 1
 		if cap(rec)-q < 16 {
-			return false
+			return -1
 		}
 		w := rec[q : q+16 : q+16] // may reach past the record; masked below
 		head := binary.LittleEndian.Uint64(w)
 		p := &ownerPatterns[ownerSlot(head)]
 		if head != p.head || binary.LittleEndian.Uint64(w[8:])&p.mask != p.tail || p.cat == CategoryNone {
-			return false
+			return -1
 		}
+		// The pattern holds no LF, so it lies in the record.
 		vstart := q + p.n
 		if vstart > len(rec) || !r.p.allowed.Has(p.cat) {
-			return false
+			return -1
 		}
 		n++
 		if n > r.p.lim.MaxOwners {
-			return false
+			return -1
 		}
 		// A value of plain ASCII bytes up to its closing quote is scanned
-		// here; anything else goes through value and ambiguous.
+		// here; anything else goes through value and ambiguous, which
+		// refuse an LF as a control character.
 		vend := plainRun(rec, vstart)
 		if vend < len(rec) && rec[vend] == '"' && vend > vstart &&
 			rec[vstart] != ' ' && rec[vend-1] != ' ' && !r.v.all.mayHold(rec[vstart:vend]) {
@@ -231,10 +272,10 @@ func (r *recParser) ownersFast(off int) bool {
 			var escaped, composing bool
 			var bad *Refusal
 			if vend, escaped, composing, bad = r.value(vstart); bad != nil {
-				return false
+				return -1
 			}
 			if r.ambiguous(vstart, vend, escaped, composing) != nil {
-				return false
+				return -1
 			}
 		}
 		r.st.Owners[p.cat]++
@@ -244,9 +285,5 @@ func (r *recParser) ownersFast(off int) bool {
 			r.lit(LiteralQuote, vend, 1, 0)
 		}
 		off = vend + 1
-		if off < len(rec) && rec[off] != ' ' {
-			return false
-		}
 	}
-	return true
 }

@@ -46,12 +46,12 @@ func spare(b []byte, fill string) []byte {
 	return buf[:len(b)]
 }
 
-// TestWordScans checks nextSP, plainRun and notPlain against byte loops, on
-// slices with and without spare capacity; bytes in the spare capacity
-// (spaces, quotes, controls) must never count.
+// TestWordScans checks nextSP, nextEnd, spaceIndex, plainRun and notPlain
+// against byte loops, on slices with and without spare capacity; bytes in
+// the spare capacity (spaces, LFs, quotes, controls) must never count.
 func TestWordScans(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	alphabet := []byte{' ', 'a', 'Z', '"', '\\', 0x00, 0x1f, 0x7f, 0x80, 0xc3, 0xff, '!', '~', 0x20 + 1}
+	alphabet := []byte{' ', '\n', 'a', 'Z', '"', '\\', 0x00, 0x1f, 0x7f, 0x80, 0xc3, 0xff, '!', '~', 0x0b}
 	for i := 0; i < 200000; i++ {
 		b := make([]byte, r.IntN(40))
 		for j := range b {
@@ -69,13 +69,20 @@ func TestWordScans(t *testing.T) {
 		for wantSP < len(b) && b[wantSP] != ' ' {
 			wantSP++
 		}
+		wantEnd := from
+		for wantEnd < len(b) && b[wantEnd] != ' ' && b[wantEnd] != '\n' {
+			wantEnd++
+		}
 		wantPlain := from
 		for wantPlain < len(b) && valueByte[b[wantPlain]] == vbPlain {
 			wantPlain++
 		}
-		for _, in := range [][]byte{b, spare(b, "        "), spare(b, "\" \x00\\\xff   ")} {
+		for _, in := range [][]byte{b, spare(b, "        "), spare(b, "\" \x00\\\xff \n\n ")} {
 			if got := nextSP(in, from); got != wantSP {
 				t.Fatalf("nextSP(%q, %d) = %d, want %d (cap %d)", b, from, got, wantSP, cap(in))
+			}
+			if got := nextEnd(in, from); got != wantEnd {
+				t.Fatalf("nextEnd(%q, %d) = %d, want %d (cap %d)", b, from, got, wantEnd, cap(in))
 			}
 			if got := plainRun(in, from); got != wantPlain {
 				t.Fatalf("plainRun(%q, %d) = %d, want %d (cap %d)", b, from, got, wantPlain, cap(in))

@@ -214,7 +214,9 @@ func (p *Parser) parallel(text []byte, mode spanMode) (Stats, []Span, []Refusal)
 }
 
 // run parses the records of text[from:to] (to is the end of text or just
-// after an LF), numbering lines from lineBase+1. It calls sink with the spans
+// after an LF), numbering lines from lineBase+1. Each record is first offered
+// to the fast path; a record it declines is cut at its LF and parsed field
+// by field. It calls sink with the spans
 // of each accepted record and appends refusals to refs, stopping at the
 // limit. It returns the stats of the accepted records.
 func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refusal) Stats {
@@ -223,6 +225,22 @@ func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refus
 	line := lineBase
 	for pos := from; pos < to; {
 		line++
+		// Most records are accepted by the fast path, which finds the LF as
+		// it goes. It looks no further than a record may be long.
+		r.start, r.rec = pos, text[pos:min(to, pos+p.lim.MaxRecord)]
+		saved := r.st
+		r.spans = r.spans[:0]
+		if nl := r.fast(); nl >= 0 {
+			if r.mode == spansAll {
+				r.spans = append(r.spans, Span{Off: pos + nl, Len: 1, Kind: SpanLiteral, Literal: LiteralLF})
+			}
+			if r.mode != spansNone && len(r.spans) > 0 {
+				sink(r.spans)
+			}
+			pos += nl + 1
+			continue
+		}
+		r.st = saved
 		nl := bytes.IndexByte(text[pos:to], '\n')
 		var bad *Refusal
 		next := pos + nl + 1
@@ -278,8 +296,10 @@ const (
 	spansAll
 )
 
-// recParser parses the records of one run: start, rec and spans describe the
-// current record, st sums the stats of the accepted ones.
+// recParser parses the records of one run: start and rec locate the current
+// record (for the fast path, rec runs on past it to at most MaxRecord bytes
+// from its start), spans holds its spans and st sums the stats of the
+// accepted records.
 type recParser struct {
 	p       *Parser
 	v       *Vocabulary
@@ -347,26 +367,22 @@ func (r *recParser) miss(code receipts.Code, off, end int) *Refusal {
 	return r.refuse(code, off, end-off)
 }
 
-// record parses r.rec, adds its stats to r.st and its spans to r.spans
-// (emptied first), and reports the first refusal, or nil. A refused record
-// leaves r.st as it was. A record the fast path accepts is done; anything
-// else is parsed again, field by field, which is what defines the refusal.
+// record parses r.rec field by field, adds its stats to r.st and its spans
+// to r.spans (emptied first), and reports the first refusal, or nil. A
+// refused record leaves r.st as it was. This is the parse that defines
+// acceptance and refusals; the fast path only ever agrees with it.
 func (r *recParser) record() *Refusal {
 	saved := r.st
 	r.spans = r.spans[:0]
-	if r.fast() {
-		return nil
-	}
-	r.spans, r.st = r.spans[:0], saved
-	if bad := r.slow(); bad != nil {
+	if bad := r.fields(); bad != nil {
 		r.st = saved
 		return bad
 	}
 	return nil
 }
 
-// slow parses r.rec field by field.
-func (r *recParser) slow() *Refusal {
+// fields parses r.rec field by field.
+func (r *recParser) fields() *Refusal {
 	rec := r.rec
 	var off int
 	switch {
