@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -30,6 +31,7 @@ func newDiffParsers(t testing.TB) []diffParser {
 			{},
 			{Limits: Limits{MaxRecord: 200, MaxOwners: 2, MaxRefusals: 3}},
 			{Allowed: CategorySet(0).With(CategoryTeam).With(CategoryFile)},
+			{Limits: Limits{MaxRecord: math.MaxInt, MaxOwners: math.MaxInt, MaxText: math.MaxInt, MaxRefusals: math.MaxInt}},
 		} {
 			out = append(out, diffParser{NewParser(v, o), rv})
 		}

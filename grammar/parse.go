@@ -215,10 +215,10 @@ func (p *Parser) parallel(text []byte, mode spanMode) (Stats, []Span, []Refusal)
 
 // run parses the records of text[from:to] (to is the end of text or just
 // after an LF), numbering lines from lineBase+1. Each record is first offered
-// to the fast path; a record it declines is cut at its LF and parsed field
-// by field. It calls sink with the spans
-// of each accepted record and appends refusals to refs, stopping at the
-// limit. It returns the stats of the accepted records.
+// to the fast path; a record it declines is cut at its LF and parsed field by
+// field. It calls sink with the spans of each accepted record and appends
+// refusals to refs, stopping at the limit. It returns the stats of the
+// accepted records.
 func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refusal) Stats {
 	r.st = Stats{}
 	text, p := r.text, r.p
@@ -227,7 +227,7 @@ func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refus
 		line++
 		// Most records are accepted by the fast path, which finds the LF as
 		// it goes. It looks no further than a record may be long.
-		r.start, r.rec = pos, text[pos:min(to, pos+p.lim.MaxRecord)]
+		r.start, r.rec = pos, text[pos:pos+min(to-pos, p.lim.MaxRecord)]
 		saved := r.st
 		r.spans = r.spans[:0]
 		if nl := r.fast(); nl >= 0 {
