@@ -2,16 +2,20 @@ package verifier
 
 import (
 	"bytes"
-	"encoding/binary"
 	"slices"
 )
 
 // matcher is an Aho–Corasick automaton over byte patterns: one pass over a
 // text finds every occurrence of every pattern, whatever their number.
+//
+// Its arrays are little-endian encoded in buffers from newBuffer, so that a
+// fresh process (the plugin) maps them in at once rather than page by page;
+// release frees them.
 type matcher struct {
-	nodes []acNode // in breadth-first order: a node's fail state comes before it
-	kids  []acKid
-	root  [256]int32 // complete transition table of the root
+	nodes  growBuf // nodeSize bytes per node (acNode), in breadth-first order: a node's fail state comes before it
+	kids   growBuf // kidSize bytes per child (acKid)
+	nnodes int
+	root   [256]int32 // complete transition table of the root
 	// delta is the complete transition table of every state, over byte
 	// classes (entry state*nclass + class[byte]), built when it is small
 	// enough: one lookup per byte. Bytes that occur in no pattern share
@@ -32,7 +36,7 @@ type matcher struct {
 const denseMax = 1 << 24
 
 type acNode struct {
-	first, n int32 // children: kids[first : first+n], sorted by byte
+	first, n int32 // children: kids first … first+n-1, sorted by byte
 	fail     int32 // longest proper suffix that is a trie node
 	out      int32 // length of the pattern ending here, 0 if none
 	dict     int32 // nearest node on the fail chain with out > 0, or -1
@@ -41,6 +45,45 @@ type acNode struct {
 type acKid struct {
 	b  byte
 	to int32
+}
+
+const (
+	nodeSize = 20
+	kidSize  = 8
+)
+
+func (m *matcher) node(u int32) acNode {
+	b := m.nodes.b[int(u)*nodeSize : int(u+1)*nodeSize]
+	return acNode{int32(le32(b, 0)), int32(le32(b, 4)), int32(le32(b, 8)), int32(le32(b, 12)), int32(le32(b, 16))}
+}
+
+func (m *matcher) setNode(u int32, n acNode) {
+	b := m.nodes.b[int(u)*nodeSize : int(u+1)*nodeSize]
+	put32(b, 0, uint32(n.first))
+	put32(b, 4, uint32(n.n))
+	put32(b, 8, uint32(n.fail))
+	put32(b, 12, uint32(n.out))
+	put32(b, 16, uint32(n.dict))
+}
+
+// addNode appends a node and returns its number.
+func (m *matcher) addNode(n acNode) int32 {
+	u := int32(m.nnodes)
+	m.nnodes++
+	m.nodes.extend(nodeSize)
+	m.setNode(u, n)
+	return u
+}
+
+func (m *matcher) kid(i int32) acKid {
+	b := m.kids.b[int(i)*kidSize : int(i+1)*kidSize]
+	return acKid{b[4], int32(le32(b, 0))}
+}
+
+func (m *matcher) addKid(k acKid) {
+	b := m.kids.extend(kidSize)
+	put32(b, 0, uint32(k.to))
+	b[4] = k.b
 }
 
 // newMatcher builds the automaton for patterns (empty patterns are ignored).
@@ -65,48 +108,62 @@ func newMatcherLimit(patterns [][]byte, limit int) *matcher {
 	ps = slices.CompactFunc(ps, bytes.Equal)
 
 	// Breadth-first: node u stands for the patterns ps[lo:hi] that share
-	// their first depth bytes.
-	type group struct{ lo, hi, depth int32 }
-	m := &matcher{nodes: make([]acNode, 1, total+1), kids: make([]acKid, 0, total)}
-	m.nodes[0].dict = -1
-	queue := make([]group, 1, total+1)
-	queue[0] = group{0, int32(len(ps)), 0}
-	for u := 0; u < len(queue); u++ {
-		g := queue[u]
-		lo := g.lo
-		if lo < g.hi && len(ps[lo]) == int(g.depth) {
-			m.nodes[u].out = g.depth // the pattern that is this prefix sorts first
+	// their first depth bytes (the queue holds lo, hi and depth).
+	m := &matcher{}
+	m.nodes.reset(nodeSize * (total + 1))
+	m.nodes.b = m.nodes.b[:0]
+	m.kids.reset(kidSize * total)
+	m.kids.b = m.kids.b[:0]
+	var queue growBuf
+	defer queue.release()
+	queue.reset(12 * (total + 1))
+	queue.b = queue.b[:0]
+	push := func(lo, hi, depth int) {
+		q := queue.extend(12)
+		put32(q, 0, uint32(lo))
+		put32(q, 4, uint32(hi))
+		put32(q, 8, uint32(depth))
+	}
+	m.addNode(acNode{dict: -1})
+	push(0, len(ps), 0)
+	for u := int32(0); int(u) < m.nnodes; u++ {
+		q := queue.b[12*int(u):]
+		lo, hi, depth := int(le32(q, 0)), int(le32(q, 4)), int(le32(q, 8))
+		n := m.node(u)
+		if lo < hi && len(ps[lo]) == depth {
+			n.out = int32(depth) // the pattern that is this prefix sorts first
 			lo++
 		}
-		m.nodes[u].first = int32(len(m.kids))
-		for lo < g.hi {
-			c := ps[lo][g.depth]
-			hi := lo + 1
-			for hi < g.hi && ps[hi][g.depth] == c {
-				hi++
+		n.first = int32(len(m.kids.b) / kidSize)
+		for lo < hi {
+			c := ps[lo][depth]
+			end := lo + 1
+			for end < hi && ps[end][depth] == c {
+				end++
 			}
-			v := int32(len(m.nodes))
-			m.nodes = append(m.nodes, acNode{dict: -1})
-			m.kids = append(m.kids, acKid{c, v})
-			queue = append(queue, group{lo, hi, g.depth + 1})
-			lo = hi
+			m.addKid(acKid{c, m.addNode(acNode{dict: -1})})
+			push(lo, end, depth+1)
+			lo = end
 		}
-		m.nodes[u].n = int32(len(m.kids)) - m.nodes[u].first
+		n.n = int32(len(m.kids.b)/kidSize) - n.first
+		m.setNode(u, n)
 	}
-	for _, k := range m.kidsOf(0) {
+	first, end := m.kidsOf(0)
+	for i := first; i < end; i++ {
+		k := m.kid(i)
 		m.root[k.b] = k.to
 		m.starts[k.b] = true
 	}
 
 	// Byte classes: one per byte that occurs in a pattern.
-	for _, k := range m.kids {
-		if m.class[k.b] == 0 {
+	for i := range int32(len(m.kids.b) / kidSize) {
+		if k := m.kid(i); m.class[k.b] == 0 {
 			m.nclass++
 			m.class[k.b] = uint16(m.nclass)
 		}
 	}
 	m.nclass++ // class 0
-	if len(m.nodes)*m.nclass <= limit {
+	if m.nnodes*m.nclass <= limit {
 		m.buildDense()
 	} else {
 		m.buildSparse()
@@ -114,9 +171,10 @@ func newMatcherLimit(patterns [][]byte, limit int) *matcher {
 	return m
 }
 
-func (m *matcher) kidsOf(u int32) []acKid {
-	n := m.nodes[u]
-	return m.kids[n.first : n.first+n.n]
+// kidsOf returns the range of node u's children.
+func (m *matcher) kidsOf(u int32) (first, end int32) {
+	n := m.node(u)
+	return n.first, n.first + n.n
 }
 
 // buildDense computes the complete table and the fail links together, in
@@ -125,77 +183,85 @@ func (m *matcher) kidsOf(u int32) []acKid {
 // fail state on the child's byte.
 func (m *matcher) buildDense() {
 	w := m.nclass
-	m.delta, m.free = newBuffer(4 * len(m.nodes) * w)
-	for u := range m.nodes {
+	m.delta, m.free = newBuffer(4 * m.nnodes * w)
+	for u := range int32(m.nnodes) {
 		if u > 0 {
-			f := int(m.nodes[u].fail)
-			copy(m.delta[4*u*w:4*(u+1)*w], m.delta[4*f*w:4*(f+1)*w])
+			f := int(m.node(u).fail)
+			copy(m.delta[4*int(u)*w:4*int(u+1)*w], m.delta[4*f*w:4*(f+1)*w])
 		}
-		for _, k := range m.kidsOf(int32(u)) {
-			e := u*w + int(m.class[k.b])
+		first, end := m.kidsOf(u)
+		for i := first; i < end; i++ {
+			k := m.kid(i)
+			e := int(u)*w + int(m.class[k.b])
 			if u > 0 {
-				m.nodes[k.to].fail = m.entry(e)
+				v := m.node(k.to)
+				v.fail = m.entry(e)
+				m.setNode(k.to, v)
 			}
 			m.setEntry(e, k.to)
 		}
 		if u > 0 {
-			m.setDict(int32(u))
+			m.setDict(u)
 		}
 	}
 	for e := range len(m.delta) / 4 {
-		if t := m.entry(e); m.nodes[t].out > 0 || m.nodes[t].dict > 0 {
-			m.setEntry(e, ^t)
+		if t := m.node(m.entry(e)); t.out > 0 || t.dict > 0 {
+			m.setEntry(e, ^m.entry(e))
 		}
 	}
 }
 
-func (m *matcher) entry(e int) int32 { return int32(binary.LittleEndian.Uint32(m.delta[4*e:])) }
+func (m *matcher) entry(e int) int32 { return int32(le32(m.delta, 4*e)) }
 
-func (m *matcher) setEntry(e int, t int32) { binary.LittleEndian.PutUint32(m.delta[4*e:], uint32(t)) }
+func (m *matcher) setEntry(e int, t int32) { put32(m.delta, 4*e, uint32(t)) }
 
 // buildSparse computes the fail links by following fail links.
 func (m *matcher) buildSparse() {
-	for u := range m.nodes {
-		for _, k := range m.kidsOf(int32(u)) {
-			v := k.to
-			if u == 0 {
-				continue // the root's children fail to the root
-			}
-			f := m.nodes[u].fail
-			for {
-				if t, ok := m.step(f, k.b); ok && t != v {
-					m.nodes[v].fail = t
-					break
-				}
-				if f == 0 {
-					m.nodes[v].fail = 0
-					break
-				}
-				f = m.nodes[f].fail
-			}
-		}
+	for u := range int32(m.nnodes) {
 		if u > 0 {
-			m.setDict(int32(u))
+			first, end := m.kidsOf(u)
+			for i := first; i < end; i++ {
+				k := m.kid(i)
+				f := m.node(u).fail
+				v := m.node(k.to)
+				for {
+					if t, ok := m.step(f, k.b); ok && t != k.to {
+						v.fail = t
+						break
+					}
+					if f == 0 {
+						v.fail = 0
+						break
+					}
+					f = m.node(f).fail
+				}
+				m.setNode(k.to, v)
+			}
+			m.setDict(u)
 		}
 	}
 }
 
 // setDict sets the dictionary link of v, whose fail state's is set.
 func (m *matcher) setDict(v int32) {
-	fv := m.nodes[v].fail
-	if m.nodes[fv].out > 0 {
-		m.nodes[v].dict = fv
+	n := m.node(v)
+	f := m.node(n.fail)
+	if f.out > 0 {
+		n.dict = n.fail
 	} else {
-		m.nodes[v].dict = m.nodes[fv].dict
+		n.dict = f.dict
 	}
+	m.setNode(v, n)
 }
 
-// release frees the matcher's table; the matcher must not be used after.
+// release frees the matcher's memory; the matcher must not be used after.
 func (m *matcher) release() {
 	if m.free != nil {
 		m.free()
 		m.free, m.delta = nil, nil
 	}
+	m.nodes.release()
+	m.kids.release()
 }
 
 // step returns the child of s on byte c. The root's table is complete: a
@@ -204,15 +270,13 @@ func (m *matcher) step(s int32, c byte) (int32, bool) {
 	if s == 0 {
 		return m.root[c], true
 	}
-	n := m.nodes[s]
-	kids := m.kids[n.first : n.first+n.n]
-	lo, hi := 0, len(kids)
+	lo, hi := m.kidsOf(s)
 	for lo < hi {
 		mid := (lo + hi) / 2
-		switch {
-		case kids[mid].b == c:
-			return kids[mid].to, true
-		case kids[mid].b < c:
+		switch k := m.kid(mid); {
+		case k.b == c:
+			return k.to, true
+		case k.b < c:
 			lo = mid + 1
 		default:
 			hi = mid
@@ -222,7 +286,7 @@ func (m *matcher) step(s int32, c byte) (int32, bool) {
 }
 
 // empty reports whether the matcher has no pattern.
-func (m *matcher) empty() bool { return len(m.nodes) <= 1 }
+func (m *matcher) empty() bool { return m.nnodes <= 1 }
 
 // scan reports every occurrence [start, end) of a pattern inside
 // text[from:to] to fn, in order of end offset; fn returns false to stop.
@@ -237,7 +301,7 @@ func (m *matcher) scan(text []byte, from, to int, fn func(start, end int) bool) 
 	s := int32(0)
 	for i := from; i < to; i++ {
 		s = m.stepFail(s, text[i])
-		if s == 0 || (m.nodes[s].out == 0 && m.nodes[s].dict <= 0) {
+		if n := m.node(s); s == 0 || (n.out == 0 && n.dict <= 0) {
 			continue
 		}
 		if !m.report(s, i+1, fn) {
@@ -261,7 +325,7 @@ func (m *matcher) scanDense(text []byte, from, to int, fn func(start, end int) b
 				return
 			}
 		}
-		t := int32(binary.LittleEndian.Uint32(delta[4*(s*w+int(m.class[text[i]])):]))
+		t := int32(le32(delta, 4*(s*w+int(m.class[text[i]]))))
 		if t >= 0 {
 			s = int(t)
 			continue
@@ -276,17 +340,19 @@ func (m *matcher) scanDense(text []byte, from, to int, fn func(start, end int) b
 // report gives fn every pattern that ends at end in state s; it returns
 // false when fn asks to stop.
 func (m *matcher) report(s int32, end int, fn func(start, end int) bool) bool {
-	o := s
-	if m.nodes[o].out == 0 {
-		o = m.nodes[o].dict
+	n := m.node(s)
+	if n.out == 0 {
+		n = m.node(n.dict)
 	}
-	for o > 0 {
-		if !fn(end-int(m.nodes[o].out), end) {
+	for {
+		if !fn(end-int(n.out), end) {
 			return false
 		}
-		o = m.nodes[o].dict
+		if n.dict <= 0 {
+			return true
+		}
+		n = m.node(n.dict)
 	}
-	return true
 }
 
 // stepFail follows fail links until a transition on c exists.
@@ -295,6 +361,6 @@ func (m *matcher) stepFail(s int32, c byte) int32 {
 		if t, ok := m.step(s, c); ok {
 			return t
 		}
-		s = m.nodes[s].fail
+		s = m.node(s).fail
 	}
 }

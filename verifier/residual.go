@@ -30,7 +30,10 @@ func (c *check) checkResidual(vt *valueTable, bad []region) {
 	// The distinct values as written, whatever their categories.
 	values := newByteTable()
 	defer values.release()
-	var straddling, plain [][]byte
+	// One array holds both lists: straddling values from the front, plain
+	// ones from the back.
+	all := make([][]byte, vt.len())
+	ns, np := 0, len(all)
 	for id := range vt.len() {
 		v := vt.bytes(id)
 		h := values.hash(v)
@@ -40,11 +43,14 @@ func (c *check) checkResidual(vt *valueTable, bad []region) {
 		}
 		values.insert(0, v, h, slot)
 		if bytes.ContainsFunc(v, func(r rune) bool { return r < 0x80 && isBoundary(byte(r)) }) {
-			straddling = append(straddling, v)
+			all[ns] = v
+			ns++
 		} else {
-			plain = append(plain, v)
+			np--
+			all[np] = v
 		}
 	}
+	straddling, plain := all[:ns], all[np:]
 	found := 0
 	first := ""
 	report := func(p int, text []byte, s, e int) {

@@ -332,12 +332,17 @@ func (c *check) decode() {
 		c.mode = c.plan.Mode
 	}
 
-	c.voc, c.vocErr = parseVocabulary(req.Vocabulary)
+	var vtree *receipts.Value
+	c.voc, vtree, c.vocErr = parseVocabularyTree(req.Vocabulary)
 	if c.voc != nil {
 		c.frees = append(c.frees, c.voc.release)
 	}
-	if d, err := digestDoc(req.Vocabulary); err == nil {
-		c.vocDigest = d
+	// S(vocabulary), from the tree parseVocabularyTree read: what
+	// receipts.Canonicalize would parse again.
+	if vtree != nil {
+		if canon, err := vtree.Canonical(); err == nil {
+			c.vocDigest = receipts.SHA256(canon)
+		}
 	}
 
 	c.recs, c.recDigests, c.recErr = parseReceipts(req.Receipts)

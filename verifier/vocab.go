@@ -41,12 +41,25 @@ var errVocabSchema = errors.New("verifier: vocabulary: schema is not Vocabulary@
 
 // parseVocabulary strictly decodes a Vocabulary@1 document.
 func parseVocabulary(data []byte) (*vocabulary, error) {
+	v, _, err := parseVocabularyTree(data)
+	return v, err
+}
+
+// parseVocabularyTree is parseVocabulary that also returns the document's
+// tree whenever it is strict JSON, for its digest: one parse serves both.
+func parseVocabularyTree(data []byte) (*vocabulary, *receipts.Value, error) {
+	tree, err := receipts.Parse(data, receipts.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
 	var d vocabDoc
-	if err := receipts.Unmarshal(data, &d, receipts.Options{}); err != nil {
-		return nil, err
+	if err := tree.Decode(&d); err != nil {
+		// The same refusal, as Unmarshal words it (with its line and
+		// column): it decodes the same tree the same way.
+		return nil, tree, receipts.Unmarshal(data, &d, receipts.Options{})
 	}
 	if d.Schema != "Vocabulary@1" {
-		return nil, errVocabSchema
+		return nil, tree, errVocabSchema
 	}
 	v := &vocabulary{items: newByteTable(), all: newByteTable()}
 	for tag, l := range [...][]string{tagDiagnostic: d.Diagnostics, tagStatus: d.Statuses, tagCitation: d.Citations, tagQuestion: d.Questions} {
@@ -63,7 +76,7 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 			v.all.add(0, []byte(x))
 		}
 	}
-	return v, nil
+	return v, tree, nil
 }
 
 // release frees the vocabulary's tables; it must not be used after.

@@ -79,9 +79,10 @@ func (ts *tokenState) token(cat int, t []byte, v int) (int, bool) {
 // public-preserved, owners-replaced, token-consistency and no-residual.
 //
 // Nothing proportional to the texts is built: owner values and tokens are
-// numbered in byte-keyed tables that alias the texts, and the export
-// re-derived from the source is compared with the export bytes while it is
-// derived (expectedExport).
+// numbered in byte-keyed tables, and the export re-derived from the source
+// is compared with the export bytes while it is derived (expectedExport).
+// The source is recognized on another goroutine (sourceRecords) that runs
+// ahead; this one recognizes the export and pairs the records.
 func (c *check) walk() *walkResult {
 	w := &walkResult{}
 	cov, pub, own, tok, res := &c.out[cCoverage], &c.out[cPublic], &c.out[cOwners], &c.out[cTokens], &c.out[cResidual]
