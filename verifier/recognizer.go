@@ -383,11 +383,13 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				}
 				j += size
 			}
-			if !r.tokens {
+			switch {
+			case i == j:
+				// Empty in a source or an export alike: no owner value and
+				// no token is empty.
+				return fail(receipts.AmbiguousSpan, quote, 2, j)
+			case !r.tokens:
 				if code := r.value(cat, text[i:j]); code != "" {
-					if i == j {
-						return fail(code, quote, 2, j)
-					}
 					return fail(code, i, j-i, j)
 				}
 			}

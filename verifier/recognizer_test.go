@@ -232,3 +232,17 @@ func TestMatcherAgainstNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestRecognizerEmptyTokenSlot: in an export (token mode) an empty owner
+// slot is refused as in a source — no token is empty — at its quotes. Found
+// by FuzzRecognizer (testdata/fuzz/FuzzRecognizer/edba1f5879652951): the
+// recognizer used to accept it with an empty span.
+func TestRecognizerEmptyTokenSlot(t *testing.T) {
+	rec := "ask triage.explain owner.host=\"\"\n"
+	for _, tokens := range []bool{false, true} {
+		got, _ := recognize(newRecognizer(testVocabulary(t), tokens), []byte(rec))
+		if diff := cmp.Diff(&firstRefusal{receipts.AmbiguousSpan, 1, len(rec) - 2, 2}, got); diff != "" {
+			t.Errorf("tokens=%v (-want +got):\n%s", tokens, diff)
+		}
+	}
+}
