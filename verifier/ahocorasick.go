@@ -89,23 +89,22 @@ func (m *matcher) addKid(k acKid) {
 // newMatcher builds the automaton for patterns (empty patterns are ignored).
 // The trie is built from the sorted patterns, a node's children being the
 // runs of patterns that share its prefix and the next byte, so that it
-// costs a few arrays and no allocation per node. The caller calls release
-// when done.
+// costs a few arrays and no allocation per node. It sorts patterns in
+// place. The caller calls release when done.
 func newMatcher(patterns [][]byte) *matcher { return newMatcherLimit(patterns, denseMax) }
 
 // newMatcherLimit is newMatcher with a complete table only when it has at
 // most limit entries.
 func newMatcherLimit(patterns [][]byte, limit int) *matcher {
-	ps := make([][]byte, 0, len(patterns))
-	total := 0
-	for _, p := range patterns {
-		if len(p) > 0 {
-			ps = append(ps, p)
-			total += len(p)
-		}
+	slices.SortFunc(patterns, bytes.Compare)
+	ps := slices.CompactFunc(patterns, bytes.Equal)
+	for len(ps) > 0 && len(ps[0]) == 0 {
+		ps = ps[1:] // the empty pattern sorts first
 	}
-	slices.SortFunc(ps, bytes.Compare)
-	ps = slices.CompactFunc(ps, bytes.Equal)
+	total := 0
+	for _, p := range ps {
+		total += len(p)
+	}
 
 	// Breadth-first: node u stands for the patterns ps[lo:hi] that share
 	// their first depth bytes (the queue holds lo, hi and depth).
