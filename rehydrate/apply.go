@@ -3,6 +3,7 @@ package rehydrate
 import (
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"unicode/utf8"
 
@@ -22,6 +23,11 @@ type Result struct {
 	// Substitutions counts the substitutions per category; categories
 	// without substitutions are absent.
 	Substitutions map[string]int
+
+	// keyed is the keyed digest of Output under keyedWith, set by
+	// ApplyKeyed for NewReceipt.
+	keyed     string
+	keyedWith *receipts.EvidenceKey
 }
 
 // Rehydrate validates a return (Validate) and, only if nothing is refused,
@@ -45,7 +51,19 @@ func Rehydrate(ret []byte, s *Schema, l Lease, iss Issued) (Result, error) {
 // so that the output is allocated once and no grown-out copy of a value is
 // left behind; the buffer that receives values is cleared after each one.
 // Slices returned by AppendValue become owned by Apply, which clears them.
-func (p *Plan) Apply(iss Issued) (Result, error) {
+func (p *Plan) Apply(iss Issued) (Result, error) { return p.apply(iss, nil) }
+
+// ApplyKeyed is Apply that also computes the keyed digest of the output
+// under key while writing it, so that NewReceipt, given the same key, need
+// not hash the output again.
+func (p *Plan) ApplyKeyed(iss Issued, key *receipts.EvidenceKey) (Result, error) {
+	if key == nil {
+		return Result{}, ErrInvalidArgument
+	}
+	return p.apply(iss, key)
+}
+
+func (p *Plan) apply(iss Issued, key *receipts.EvidenceKey) (Result, error) {
 	if p == nil || p.root == nil || iss == nil {
 		return Result{}, ErrInvalidArgument
 	}
@@ -71,10 +89,22 @@ func (p *Plan) Apply(iss Issued) (Result, error) {
 	// literal already counted, so this capacity is never exceeded.
 	out := make([]byte, 0, p.size+w.budget)
 	w.out = out
+	var keyed hash.Hash
+	if key != nil {
+		keyed = key.NewHMAC()
+	}
+	written, digests := make(chan int, 64), make(chan [2]string, 1)
+	w.hashed = written
+	go hashBehind(out[:cap(out)], written, keyed, digests)
 	err := w.emit(p.root, p.schema)
 	if err == nil && !sameArray(w.out, out) {
 		err = errors.New("rehydrate: internal error: output outgrew its bound")
 	}
+	if err == nil {
+		w.hashed <- len(w.out)
+	}
+	close(w.hashed)
+	final := <-digests // the hasher no longer reads out
 	if err != nil {
 		clear(w.out[:cap(w.out)])
 		clear(out[:cap(out)])
@@ -83,9 +113,39 @@ func (p *Plan) Apply(iss Issued) (Result, error) {
 	return Result{
 		Output:        w.out,
 		ReturnDigest:  p.digest,
-		FinalDigest:   receipts.SHA256(w.out),
+		FinalDigest:   final[0],
 		Substitutions: p.Substitutions(),
+		keyed:         final[1],
+		keyedWith:     key,
 	}, nil
+}
+
+// hashStep is how much output emit writes between two reports to the
+// hasher.
+const hashStep = 256 << 10
+
+// hashBehind computes the output's digest (and, if keyed is not nil, its
+// keyed digest) on another CPU while emit writes it: each length received
+// on written is a prefix of out that emit will not touch again (it only
+// appends, within out's capacity). It sends the digests of the last prefix
+// received once written is closed.
+func hashBehind(out []byte, written <-chan int, keyed hash.Hash, digests chan<- [2]string) {
+	h := receipts.NewSHA256()
+	done := 0
+	for n := range written {
+		receipts.WriteChunked(h, out[done:n])
+		if keyed != nil {
+			receipts.WriteChunked(keyed, out[done:n])
+		}
+		done = n
+	}
+	var d [2]string
+	d[0] = receipts.FormatSHA256(h.Sum(nil))
+	if keyed != nil {
+		d[1] = receipts.FormatHMAC(keyed.Sum(nil))
+		keyed.Reset()
+	}
+	digests <- d
 }
 
 type writer struct {
@@ -95,7 +155,18 @@ type writer struct {
 	budget  int    // escaped length of all values, from pass 1
 	used    int    // escaped length written so far
 	out     []byte
-	order   []member // stack of objects' members being written
+	order   []member   // stack of objects' members being written
+	hashed  chan<- int // lengths of out the hasher may read (hashBehind)
+	sent    int        // the last length sent on hashed
+}
+
+// report tells the hasher about the output written so far, every hashStep
+// bytes.
+func (w *writer) report() {
+	if len(w.out)-w.sent >= hashStep {
+		w.sent = len(w.out)
+		w.hashed <- w.sent
+	}
 }
 
 func (w *writer) wipe() { clear(w.scratch[:cap(w.scratch)]) }
@@ -182,6 +253,7 @@ func (w *writer) emit(val *receipts.Value, n *node) error {
 			if err := w.emit(&val.Elems[i], n.items); err != nil {
 				return err
 			}
+			w.report()
 		}
 		w.out = append(w.out, ']')
 		return nil

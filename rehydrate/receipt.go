@@ -90,13 +90,19 @@ func NewReceipt(in ReceiptInput) (receipts.RehydrationReceipt, error) {
 		if in.Result.Output == nil {
 			return zero, ErrReceiptInput
 		}
-		// The plain digest is checked on another CPU while the keyed one
-		// is computed; a mismatch discards both.
-		plain := make(chan string, 1)
-		go func() { plain <- receipts.SHA256(in.Result.Output) }()
-		final = in.EvidenceKey.HMAC(in.Result.Output)
-		if <-plain != in.Result.FinalDigest {
-			return zero, ErrReceiptInput
+		if in.Result.keyedWith == in.EvidenceKey && in.Result.keyed != "" {
+			// ApplyKeyed computed it under this key, from the bytes it
+			// wrote, beside the plain digest.
+			final = in.Result.keyed
+		} else {
+			// The plain digest is checked on another CPU while the keyed
+			// one is computed; a mismatch discards both.
+			plain := make(chan string, 1)
+			go func() { plain <- receipts.SHA256(in.Result.Output) }()
+			final = in.EvidenceKey.HMAC(in.Result.Output)
+			if <-plain != in.Result.FinalDigest {
+				return zero, ErrReceiptInput
+			}
 		}
 	}
 	purge := in.Now.Add(keep)

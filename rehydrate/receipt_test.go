@@ -191,3 +191,71 @@ func TestNewReceiptKeyedFinalDigest(t *testing.T) {
 	b, _ := receipts.Marshal(got)
 	assertNoSecrets(t, "receipt", string(b), f.secrets...)
 }
+
+// TestApplyKeyed: the digests ApplyKeyed computes beside the writing, over
+// an output of many hashStep pieces, are those of the whole output; a
+// receipt built from its result with the same key equals one built by
+// hashing the output again; with another key NewReceipt hashes again under
+// that key.
+func TestApplyKeyed(t *testing.T) {
+	s := mustSchema(t, benchSchemaDoc)
+	ret, fake := benchReturn(t, 6*hashStep+hashStep/3)
+	k, err := receipts.NewEvidenceKey([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := receipts.NewEvidenceKey([]byte(strings.Repeat("o", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ParseReturn(ret)
+	if r.Digest() != receipts.SHA256(ret) {
+		t.Fatalf("ParseReturn digest = %s, want the return's", r.Digest())
+	}
+	p, err := r.Validate(s, testLease, fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ApplyKeyed(fake, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("ApplyKeyed with no key = %v, want ErrInvalidArgument", err)
+	}
+	res, err := p.ApplyKeyed(fake, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Output) < 4*hashStep {
+		t.Fatalf("output of %d bytes does not span several pieces", len(res.Output))
+	}
+	if res.FinalDigest != receipts.SHA256(res.Output) {
+		t.Errorf("FinalDigest = %s, want the output's %s", res.FinalDigest, receipts.SHA256(res.Output))
+	}
+	if res.keyed != k.HMAC(res.Output) || res.keyedWith != k {
+		t.Errorf("keyed digest = %s under %p, want %s under %p", res.keyed, res.keyedWith, k.HMAC(res.Output), k)
+	}
+	plain, err := p.Apply(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.keyed != "" || plain.keyedWith != nil || string(plain.Output) != string(res.Output) {
+		t.Error("Apply differs from ApplyKeyed beyond the keyed digest")
+	}
+	for _, c := range []struct {
+		name string
+		res  Result
+		key  *receipts.EvidenceKey
+	}{
+		{"ApplyKeyed, same key", res, k},
+		{"Apply", plain, k},
+		{"ApplyKeyed, another key", res, other},
+	} {
+		in := validInput(c.res)
+		in.EvidenceKey = c.key
+		got, err := NewReceipt(in)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if want := c.key.HMAC(res.Output); got.FinalDigest != want {
+			t.Errorf("%s: final_digest = %s, want %s", c.name, got.FinalDigest, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -267,7 +268,7 @@ func TestRehydrateSubstitutes(t *testing.T) {
 		ReturnDigest:  receipts.SHA256([]byte(doc)),
 		FinalDigest:   receipts.SHA256([]byte(want)),
 		Substitutions: map[string]int{"module": 2, "team": 1, "person": 1},
-	}, res); diff != "" {
+	}, res, cmpopts.IgnoreUnexported(Result{})); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
 	if lookups, appends := f.iss.counts(); lookups != 2*4 || appends != 2*4 {

@@ -79,6 +79,32 @@ const (
 	reasonWrongPath     = "issued token at a path not marked for it"
 )
 
+// Return is a return parsed strictly, with its digest: the part of
+// validation that needs neither schema nor lease. It lets a vault check the
+// digest a claim names before it claims, without hashing the return twice.
+type Return struct {
+	data   []byte
+	tree   *receipts.Value
+	err    error // the syntax refusal, reported by Validate
+	digest string
+}
+
+// ParseReturn parses ret strictly while its digest is computed on another
+// CPU. A syntax error is not returned here but kept for Validate, so that a
+// caller can claim the lease (with Digest) before the refusal is reported,
+// as it would be for any other refusal.
+func ParseReturn(ret []byte) *Return {
+	digest := make(chan string, 1)
+	go func() { digest <- receipts.SHA256(ret) }()
+	r := &Return{data: ret}
+	r.tree, r.err = receipts.Parse(ret, receipts.Options{MaxBytes: MaxReturnBytes})
+	r.digest = <-digest
+	return r
+}
+
+// Digest returns receipts.SHA256 of the return as given.
+func (r *Return) Digest() string { return r.digest }
+
 // Validate checks a whole return against the schema and the recognition
 // rules for lease l, without substituting anything and without reading any
 // value. The first violation in document order refuses the whole return
@@ -86,24 +112,28 @@ const (
 //
 // Non-refusal errors (ErrInvalidArgument, ErrInvalidLease) are caller bugs.
 func Validate(ret []byte, s *Schema, l Lease, iss Issued) (*Plan, error) {
-	if s == nil || s.root == nil || iss == nil {
+	if err := checkArgs(s, l, iss); err != nil {
+		return nil, err
+	}
+	return ParseReturn(ret).Validate(s, l, iss)
+}
+
+// Validate is the package-level Validate on a return already parsed.
+func (r *Return) Validate(s *Schema, l Lease, iss Issued) (*Plan, error) {
+	if err := checkArgs(s, l, iss); err != nil {
+		return nil, err
+	}
+	if r == nil {
 		return nil, ErrInvalidArgument
 	}
-	if !validNamespace(l.Namespace) || l.Purpose == "" {
-		return nil, ErrInvalidLease
-	}
-	// The return's digest is computed on another CPU while it is parsed.
-	digest := make(chan string, 1)
-	go func() { digest <- receipts.SHA256(ret) }()
-	tree, err := receipts.Parse(ret, receipts.Options{MaxBytes: MaxReturnBytes})
-	if err != nil {
-		if se, ok := err.(*receipts.SyntaxError); ok {
+	if r.err != nil {
+		if se, ok := r.err.(*receipts.SyntaxError); ok {
 			return nil, &Refusal{Code: se.Code, Line: se.Line, Column: se.Column, Length: se.Length, Reason: se.Reason}
 		}
 		return nil, &Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 1, Reason: "unreadable return"}
 	}
-	v := validator{data: ret, lease: l, iss: iss, counts: make([]int, len(s.marked))}
-	if err := v.walk(tree, s.root); err != nil {
+	v := validator{data: r.data, lease: l, iss: iss, counts: make([]int, len(s.marked))}
+	if err := v.walk(r.tree, s.root); err != nil {
 		return nil, err
 	}
 	subs := map[string]int{}
@@ -113,9 +143,19 @@ func Validate(ret []byte, s *Schema, l Lease, iss Issued) (*Plan, error) {
 		}
 	}
 	return &Plan{
-		root: tree, schema: s.root, purpose: l.Purpose, size: len(ret),
-		sites: v.sites, subs: subs, digest: <-digest,
+		root: r.tree, schema: s.root, purpose: l.Purpose, size: len(r.data),
+		sites: v.sites, subs: subs, digest: r.digest,
 	}, nil
+}
+
+func checkArgs(s *Schema, l Lease, iss Issued) error {
+	if s == nil || s.root == nil || iss == nil {
+		return ErrInvalidArgument
+	}
+	if !validNamespace(l.Namespace) || l.Purpose == "" {
+		return ErrInvalidLease
+	}
+	return nil
 }
 
 // site is a string to substitute and its token's category.

@@ -150,7 +150,10 @@ func (v *Vault) Rehydrate(ctx context.Context, principal string, req RehydrateRe
 	if len(req.Return) > rehydrate.MaxReturnBytes {
 		return RehydrateResult{}, &Error{Code: receipts.LimitExceeded, Op: op, Field: "return"}
 	}
-	if receipts.SHA256(req.Return) != req.Claim.ReturnDigest {
+	// The return is parsed while its digest is computed: the digest is
+	// checked before the claim, a syntax refusal reported after it.
+	ret := rehydrate.ParseReturn(req.Return)
+	if ret.Digest() != req.Claim.ReturnDigest {
 		return RehydrateResult{}, invalid(op, "claim.return_digest")
 	}
 	schema, err := rehydrate.ParseSchema(req.Schema)
@@ -175,29 +178,37 @@ func (v *Vault) Rehydrate(ctx context.Context, principal string, req RehydrateRe
 	}
 	l := claimed.Lease
 
-	var res rehydrate.Result
-	err = v.WithMap(ctx, req.Lease, func(m *Map) error {
-		return m.s.Reveal(func(b []byte) error {
-			iss, err := newIssued(b, m.ns)
-			if err != nil {
+	// The evidence key is revealed for the substitution, so that the
+	// output's keyed digest is computed beside its writing.
+	var (
+		res rehydrate.Result
+		rc  receipts.RehydrationReceipt
+	)
+	err = withEvidenceKey(key, func(ek *receipts.EvidenceKey) error {
+		err := v.WithMap(ctx, req.Lease, func(m *Map) error {
+			return m.s.Reveal(func(b []byte) error {
+				iss, err := newIssued(b, m.ns)
+				if err != nil {
+					return err
+				}
+				plan, err := ret.Validate(schema, rehydrate.Lease{Namespace: l.Namespace, Purpose: l.Purpose}, iss)
+				if err != nil {
+					return err
+				}
+				res, err = plan.ApplyKeyed(iss, ek)
 				return err
-			}
-			plan, err := rehydrate.Validate(req.Return, schema, rehydrate.Lease{Namespace: l.Namespace, Purpose: l.Purpose}, iss)
-			if err != nil {
-				return err
-			}
-			res, err = plan.Apply(iss)
-			return err
+			})
 		})
-	})
-	if err != nil {
-		return RehydrateResult{}, v.rehydrateFail(op, err)
-	}
-	rc, err := receipt(key, rehydrate.ReceiptInput{
-		CutEvent: l.CutEvent, Lease: l.ID, Result: res,
-		VerifierRevision: req.VerifierRevision, PolicyRevision: req.PolicyRevision,
-		LabelDigest: req.LabelDigest, SourceExpiry: l.Deadline, CutExpiry: req.CutExpiry,
-		Retention: req.Retention, Now: v.now(),
+		if err != nil {
+			return err
+		}
+		rc, err = rehydrate.NewReceipt(rehydrate.ReceiptInput{
+			CutEvent: l.CutEvent, Lease: l.ID, Result: res, EvidenceKey: ek,
+			VerifierRevision: req.VerifierRevision, PolicyRevision: req.PolicyRevision,
+			LabelDigest: req.LabelDigest, SourceExpiry: l.Deadline, CutExpiry: req.CutExpiry,
+			Retention: req.Retention, Now: v.now(),
+		})
+		return err
 	})
 	key.Wipe()
 	if err != nil {
@@ -293,22 +304,19 @@ func (v *Vault) openEvidenceKey(op string, req seal.Request) (*arena.Secret, err
 	return ks, nil
 }
 
-// receipt builds the RehydrationReceipt@1 with final_digest keyed under the
-// evidence key held in the arena. receipts.EvidenceKey copies the key into
-// a heap array, which is wiped before returning (its HMAC pads are not).
-func receipt(key *arena.Secret, in rehydrate.ReceiptInput) (receipts.RehydrationReceipt, error) {
-	var rc receipts.RehydrationReceipt
-	err := key.Reveal(func(k []byte) error {
+// withEvidenceKey runs fn with the evidence key held in the arena, as the
+// receipts.EvidenceKey that keys final_digest. receipts.EvidenceKey copies
+// the key into a heap array, which is wiped before returning (its HMAC pads
+// are not).
+func withEvidenceKey(key *arena.Secret, fn func(*receipts.EvidenceKey) error) error {
+	return key.Reveal(func(k []byte) error {
 		ek, err := receipts.NewEvidenceKey(k)
 		if err != nil {
 			return err
 		}
 		defer ek.Wipe()
-		in.EvidenceKey = ek
-		rc, err = rehydrate.NewReceipt(in)
-		return err
+		return fn(ek)
 	})
-	return rc, err
 }
 
 // returnError turns a refusal of the return or the schema into an *Error
