@@ -154,7 +154,10 @@
 //   - Result.FinalDigest is a plain SHA-256 of the output, as the contract
 //     defines it. Anyone holding the return and a receipt with that digest
 //     can confirm a guess of the restored values; set
-//     ReceiptInput.EvidenceKey to write a keyed final_digest instead.
+//     ReceiptInput.EvidenceKey to write a keyed final_digest instead
+//     (Plan.ApplyKeyed computes it while writing the output; NewReceipt
+//     uses it only when given the very key it was computed under, and
+//     otherwise hashes the output again).
 //   - The package cannot know whether the lease is still active, whether
 //     this return was already claimed, or whether Lookup tells the truth:
 //     those are the vault's and the lease's.
@@ -162,7 +165,8 @@
 // The caller's duties: pass the lease's own namespace and purpose; have
 // Lookup answer only for tokens this lease issued and that appeared in the
 // export that was disclosed; check the schema's Digest against the plan's
-// output_schema_digest; claim the lease with Plan.ReturnDigest before
+// output_schema_digest; claim the lease with Plan.ReturnDigest (or
+// Return.Digest, which ParseReturn computes beside the parse) before
 // Apply; give Apply the same Issued as Validate; treat Output as carrying
 // the source's label (egress must never admit it) and clear it after use;
 // discard the result unless NewReceipt succeeds.
