@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -65,17 +66,17 @@ func runPrepare(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := marshalBundle(p.bundle)
+	b, err := bundleParts(p.bundle)
 	if err != nil {
 		return err
 	}
 	if *out != "" {
-		if err := os.WriteFile(*out, append(b, '\n'), 0o600); err != nil {
+		if err := writeFileParts(*out, b); err != nil {
 			return err
 		}
 	}
 	if f.asJSON {
-		if _, err := c.Stdout.Write(append(b, '\n')); err != nil {
+		if err := writeParts(c.Stdout, b); err != nil {
 			return err
 		}
 	} else {
@@ -223,12 +224,12 @@ func planReasons(code receipts.Code) []grammar.Refusal {
 	return []grammar.Refusal{{Code: code, Part: -1, Kind: "plan"}}
 }
 
-// marshalBundle writes the bundle in canonical form without re-parsing the
-// export, which the censor already wrote canonically and the verifier checked
-// byte for byte: "export" is the first key of the canonical bundle, so the
-// bundle is `{"export":` EXPORT `,` and the rest of the canonical bundle
-// without its export.
-func marshalBundle(b receipts.Bundle) ([]byte, error) {
+// bundleParts returns the bundle in canonical form, and a newline, as
+// pieces to write in order. The export is not re-parsed (the censor wrote it
+// canonically and the verifier checked it byte for byte) nor copied: "export"
+// is the first key of the canonical bundle, so the bundle is `{"export":`
+// EXPORT `,` and the rest of the canonical bundle without its `{`.
+func bundleParts(b receipts.Bundle) ([][]byte, error) {
 	export := b.Export
 	b.Export = nil
 	rest, err := receipts.Marshal(struct {
@@ -238,14 +239,35 @@ func marshalBundle(b receipts.Bundle) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	nl := []byte{'\n'}
 	if len(export) == 0 {
-		return rest, nil
+		return [][]byte{rest, nl}, nil
 	}
-	out := make([]byte, 0, len(export)+len(rest)+16)
-	out = append(out, `{"export":`...)
-	out = append(out, export...)
-	out = append(out, ',')
-	return append(out, rest[1:]...), nil
+	return [][]byte{[]byte(`{"export":`), export, []byte(","), rest[1:], nl}, nil
+}
+
+// writeParts writes parts to w in order.
+func writeParts(w io.Writer, parts [][]byte) error {
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFileParts writes parts to the file at path, created 0600 if absent
+// and truncated otherwise, as os.WriteFile would.
+func writeFileParts(path string, parts [][]byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	err = writeParts(f, parts)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // record is what cut keeps locally about a reversible cut (see leaseRecord).

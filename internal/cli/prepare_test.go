@@ -188,18 +188,35 @@ func TestSendNoRedirect(t *testing.T) {
 	}
 }
 
-func TestMarshalBundleIsCanonical(t *testing.T) {
+// TestBundleIsCanonical: the bundle written in pieces (the export is not
+// copied) is canonical JSON, ends in one newline, and is the same on stdout
+// and in the -o file, which is created 0600.
+func TestBundleIsCanonical(t *testing.T) {
 	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
-	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
+	file := filepath.Join(e.dir, "bundle.json")
+	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", "-o", file, proj)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	out = bytes.TrimSuffix(out, []byte("\n"))
-	canon, err := receipts.Canonicalize(out)
+	written, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(canon, out) {
-		t.Fatalf("bundle is not canonical:\n%s\n%s", out, canon)
+	if !bytes.Equal(written, out) {
+		t.Errorf("-o file differs from stdout (%d and %d bytes)", len(written), len(out))
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("-o file mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+	body, ok := bytes.CutSuffix(out, []byte("\n"))
+	if !ok || bytes.HasSuffix(body, []byte("\n")) || !bytes.HasPrefix(body, []byte(`{"export":`)) {
+		t.Fatalf("bundle framing: %.40q … %.40q", out, out[max(0, len(out)-40):])
+	}
+	canon, err := receipts.Canonicalize(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(canon, body) {
+		t.Fatalf("bundle is not canonical:\n%s\n%s", body, canon)
 	}
 }
