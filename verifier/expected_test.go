@@ -128,3 +128,49 @@ func TestEscapesAgainstReceipts(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonCompareSplit: comparing a text written in one piece gives what
+// writing it piece by piece gives, wherever it is cut (the walk writes a
+// paired record whole).
+func TestCanonCompareSplit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("ab\"\\\n\x01é")
+	for range 2000 {
+		text := make([]byte, rng.IntN(24))
+		for i := range text {
+			text[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		want := []byte(`"`)
+		for _, c := range text {
+			if c < 0x20 || c == '"' || c == '\\' {
+				var esc [6]byte
+				want = append(want, escapeByte(&esc, c)...)
+			} else {
+				want = append(want, c)
+			}
+		}
+		// Damage want at a random place, or cut it, or leave it.
+		switch k := rng.IntN(3); {
+		case k == 0 && len(want) > 1:
+			want[1+rng.IntN(len(want)-1)] ^= 1
+		case k == 1:
+			want = want[:rng.IntN(len(want)+1)]
+		}
+		whole := newCanonCompare(want)
+		whole.raw([]byte(`"`))
+		whole.str(text)
+		pieces := newCanonCompare(want)
+		pieces.raw([]byte(`"`))
+		for rest := text; ; {
+			n := rng.IntN(len(rest) + 1)
+			pieces.str(rest[:n])
+			rest = rest[n:]
+			if len(rest) == 0 {
+				break
+			}
+		}
+		if whole.result() != pieces.result() {
+			t.Fatalf("%q against %q: whole %+v, pieces %+v", text, want, whole, pieces)
+		}
+	}
+}

@@ -251,12 +251,23 @@ func (c *check) walk() *walkResult {
 			if !recPaired {
 				paired = false
 			}
+			irrTokens := false // every export slot holds its irreversible token
 			if recPaired {
-				c.pairSlots(ts, p, line, eStart, s, sr.spans, e, espans, sr.slots, tokOK)
+				irrTokens = c.pairSlots(ts, p, line, eStart, s, sr.spans, e, espans, sr.slots, tokOK)
 			}
 
 			// Re-derive the expected candidate text of this record.
-			if sHave && !sr.refused {
+			switch {
+			case !sHave || sr.refused:
+			case recPaired && x.synced && (!x.withIrr || irrTokens):
+				// The source record with each value replaced by the token
+				// at its slot is the export record, whose spans are the
+				// source's and whose other bytes are equal; and the
+				// irreversible text, when there is one, is the same.
+				// Written in one piece, it is compared as expectRecord
+				// would compare it piece by piece.
+				x.text(e[eStart:ei])
+			default:
 				expectRecord(x, s, sStart, si, sr.spans, e, espans, recPaired, sr.slots)
 			}
 			rec++
@@ -418,10 +429,12 @@ func (w lazyWhere) String() string { return where(w.part, w.line, w.recStart, w.
 // must be consistent across the cut and of the plan's mode
 // (token-consistency). slots are the value numbers of the source record's
 // slots and tokOK tells, for each export slot, whether it holds a token of
-// its category.
-func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []span, e []byte, es []span, slots []sourceSlot, tokOK []bool) {
+// its category. In irreversible mode it returns whether every slot holds
+// its irreversible token; otherwise false.
+func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []span, e []byte, es []span, slots []sourceSlot, tokOK []bool) bool {
 	own, tok := &c.out[cOwners], &c.out[cTokens]
 	k := 0
+	irrTokens := ts.mode == receipts.ModeIrreversible
 	var buf [maxIrreversibleLen]byte
 	for i, sp := range ss {
 		if sp.kind != spanValue {
@@ -456,6 +469,7 @@ func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []sp
 		switch ts.mode {
 		case receipts.ModeIrreversible:
 			if !bytes.Equal(tv, appendIrreversible(buf[:0], cat, int(slots[k].n))) {
+				irrTokens = false
 				tok.fail("token is not redacted:%s:<n> in order of first appearance: %s", categories[cat], pos)
 			}
 		case receipts.ModeReversible:
@@ -473,6 +487,7 @@ func (c *check) pairSlots(ts *tokenState, p, line, eStart int, s []byte, ss []sp
 		}
 		k++
 	}
+	return irrTokens
 }
 
 // expectRecord writes the expected candidate text of one recognized source
