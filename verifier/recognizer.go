@@ -187,11 +187,11 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 			rest := text[i:end]
 			switch {
 			case bytes.HasPrefix(rest, []byte("finding ")):
-				spans = append(spans, span{spanKeyword, -1, 0, i, i + 7}, span{spanSep, -1, 0, i + 7, i + 8})
+				spans = addSpan(addSpan(spans, spanKeyword, -1, 0, i, i+7), spanSep, -1, 0, i+7, i+8)
 				i += 8
 				st = stDiagnostic
 			case bytes.HasPrefix(rest, []byte("ask ")):
-				spans = append(spans, span{spanKeyword, -1, 0, i, i + 3}, span{spanSep, -1, 0, i + 3, i + 4})
+				spans = addSpan(addSpan(spans, spanKeyword, -1, 0, i, i+3), spanSep, -1, 0, i+3, i+4)
 				i += 4
 				st = stQuestion
 			case bareKeyword(rest, "finding"), bareKeyword(rest, "ask"):
@@ -242,7 +242,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				}
 				return fail(code, off, n, j)
 			}
-			spans = append(spans, span{kind, -1, int32(id), i, j})
+			spans = addSpan(spans, kind, -1, int32(id), i, j)
 			switch st {
 			case stCitation, stQuestion:
 				i = j
@@ -250,7 +250,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				continue
 			case stModule:
 				modID = id
-				spans = append(spans, span{spanAt, -1, 0, j, j + 1})
+				spans = addSpan(spans, spanAt, -1, 0, j, j+1)
 				i = j + 1
 				st = stVersion
 				continue
@@ -259,7 +259,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				// LF where another field must follow.
 				return fail(receipts.MalformedRecord, j, 1, j)
 			}
-			spans = append(spans, span{spanSep, -1, 0, j, j + 1})
+			spans = addSpan(spans, spanSep, -1, 0, j, j+1)
 			i = j + 1
 			switch st {
 			case stDiagnostic:
@@ -274,7 +274,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 
 		case stFixedOrCitation:
 			if bytes.HasPrefix(text[i:end], []byte("fixed=")) {
-				spans = append(spans, span{spanFixed, -1, 0, i, i + 6})
+				spans = addSpan(spans, spanFixed, -1, 0, i, i+6)
 				i += 6
 				st = stFixedVersion
 			} else {
@@ -287,10 +287,10 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 			}
 			switch text[i] {
 			case '\n':
-				spans = append(spans, span{spanSep, -1, 0, i, i + 1})
+				spans = addSpan(spans, spanSep, -1, 0, i, i+1)
 				return spans, i + 1, nil
 			case ' ':
-				spans = append(spans, span{spanSep, -1, 0, i, i + 1})
+				spans = addSpan(spans, spanSep, -1, 0, i, i+1)
 				i++
 				st = stOwner
 			default:
@@ -331,7 +331,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 				return fail(receipts.UnknownCategory, i+6, j-i-6, j)
 			}
 			cat = int8(c)
-			spans = append(spans, span{spanOwnerKey, cat, 0, i, j}, span{spanEq, -1, 0, j, j + 1})
+			spans = addSpan(addSpan(spans, spanOwnerKey, cat, 0, i, j), spanEq, -1, 0, j, j+1)
 			i = j + 1
 			if i == end {
 				return truncated()
@@ -339,7 +339,7 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 			if text[i] != '"' {
 				return fail(receipts.MalformedRecord, i, 1, i)
 			}
-			spans = append(spans, span{spanQuote, -1, 0, i, i + 1})
+			spans = addSpan(spans, spanQuote, -1, 0, i, i+1)
 			quote = i
 			i++
 			st = stValue
@@ -393,11 +393,26 @@ func (r *recognizer) record(text []byte, start int, spans []span) ([]span, int, 
 					return fail(code, i, j-i, j)
 				}
 			}
-			spans = append(spans, span{spanValue, cat, 0, i, j}, span{spanQuote, -1, 0, j, j + 1})
+			spans = addSpan(addSpan(spans, spanValue, cat, 0, i, j), spanQuote, -1, 0, j, j+1)
 			i = j + 1
 			st = stTail
 		}
 	}
+}
+
+// addSpan appends one span to spans. It stores the fields in place: a
+// span built whole and then copied is read back, as one word, from bytes
+// just stored one by one, which stalls the CPU.
+func addSpan(spans []span, kind spanKind, cat int8, id int32, start, end int) []span {
+	n := len(spans)
+	if n < cap(spans) {
+		spans = spans[:n+1]
+	} else {
+		spans = append(spans, span{})
+	}
+	sp := &spans[n]
+	sp.kind, sp.cat, sp.id, sp.start, sp.end = kind, cat, id, start, end
+	return spans
 }
 
 // bareKeyword reports whether rest is kw alone: followed by LF or nothing.

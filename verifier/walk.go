@@ -392,7 +392,7 @@ func shadowRecord(r *recognizer, s []byte, ss []span, e []byte, start int, es []
 			return es, start, false // not contiguous: never from record
 		}
 		if sp.kind != spanValue {
-			es = append(es, span{sp.kind, sp.cat, sp.id, sp.start - run + i, sp.end - run + i})
+			es = addSpan(es, sp.kind, sp.cat, sp.id, sp.start-run+i, sp.end-run+i)
 			continue
 		}
 		if !equal(sp.start) {
@@ -410,7 +410,7 @@ func shadowRecord(r *recognizer, s []byte, ss []span, e []byte, start int, es []
 		if j == i || j == end || e[j] != '"' {
 			return es, start, false
 		}
-		es = append(es, span{spanValue, sp.cat, sp.id, i, j})
+		es = addSpan(es, spanValue, sp.cat, sp.id, i, j)
 		i, run = j, sp.end
 	}
 	if !equal(ss[n-1].end) {
