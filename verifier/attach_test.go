@@ -3,8 +3,13 @@
 package verifier
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,4 +79,85 @@ func TestAttachmentMustBeSealed(t *testing.T) {
 		t.Fatalf("sealed attachment: %q %v", b, err)
 	}
 	unmap()
+}
+
+// children returns the pids of this process's live children.
+func children(t *testing.T) []string {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after
+		// its closing parenthesis.
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(os.Getpid()) {
+			pids = append(pids, st)
+		}
+	}
+	return pids
+}
+
+// TestLaunchPending: a plugin launched before its request verifies it as
+// Run does, once; a second Verify is ErrUsed; Close stops the process,
+// also when it is closed while still starting and never used.
+func TestLaunchPending(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts subprocesses")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(children(t))
+	launch := func() *Pending {
+		t.Helper()
+		p, err := Launch(context.Background(), exe, []string{"-test.run=^$"}, []string{pluginEnv + "=1"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var req Request
+	for _, v := range loadVectors(t) {
+		if v.name == "value-left" {
+			req = v.request(t)
+		}
+	}
+	p := launch()
+	time.Sleep(50 * time.Millisecond) // the request is ready after the start began
+	got, err := p.Verify(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Verify(req); got.Verdict != want.Verdict || got.Verdict != "fail" || len(got.Claims) != len(want.Claims) {
+		t.Errorf("launched plugin: %s, in process %s", got.Verdict, want.Verdict)
+	}
+	if _, err := p.Verify(context.Background(), req); !errors.Is(err, ErrUsed) {
+		t.Errorf("second Verify = %v, want ErrUsed", err)
+	}
+	if n := len(children(t)); n != before+1 {
+		t.Errorf("%d children while a plugin runs, want %d", n, before+1)
+	}
+	p.Close()
+	if n := len(children(t)); n != before {
+		t.Errorf("%d children after Close, want %d", n, before)
+	}
+
+	// Closed while starting, never used.
+	t0 := time.Now()
+	launch().Close()
+	if n := len(children(t)); n != before {
+		t.Errorf("%d children after Close during the start, want %d", n, before)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("Close during the start took %v", d)
+	}
 }

@@ -109,6 +109,7 @@ func Serve() {
 type Client struct {
 	pc      *plugin.Client
 	checker Checker
+	kill    context.CancelFunc // ends the command's context (see command)
 }
 
 // ErrStart is wrapped by the errors of Start.
@@ -123,12 +124,22 @@ var ErrStart = errors.New("verifier: plugin start failed")
 // The child's stderr and go-plugin's own messages go to logger (nil
 // discards them). Start gives up, killing the child, when ctx is done.
 func Start(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger) (*Client, error) {
-	cmd := exec.Command(exe, args...)
+	cmd, kill := command(exe, args)
 	if cmd.Err != nil {
+		kill()
 		return nil, fmt.Errorf("%w: %w", ErrStart, cmd.Err)
 	}
 	cmd.Env = append([]string{}, env...)
-	return start(ctx, cmd, logger, false)
+	return start(ctx, cmd, kill, logger, false)
+}
+
+// command returns the plugin's command and the function that kills it
+// whenever it is called: before the process starts (which then fails), while
+// go-plugin starts it, or after. start calls it when it gives up, so that a
+// process go-plugin was still starting cannot outlive the call.
+func command(exe string, args []string) (*exec.Cmd, context.CancelFunc) {
+	ctx, kill := context.WithCancel(context.Background())
+	return exec.CommandContext(ctx, exe, args...), kill
 }
 
 // attachEnv names the variable that tells a plugin which descriptor holds
@@ -136,54 +147,128 @@ func Start(ctx context.Context, exe string, args []string, env []string, logger 
 const attachEnv = "PRIVACYCUT_VERIFIER_ATTACHMENT"
 
 // Run verifies one request in a plugin process started for it, and stops
-// the process. On Linux the inputs do not cross the gRPC connection: they are
-// written once into a memfd that is handed to the plugin at start (as
-// descriptor 3) and sealed against any change before the plugin is asked to
-// verify; the plugin maps it read-only and refuses it unsealed. Elsewhere
-// Run streams them as Start's Checker does. The plugin is pinned, isolated
-// and connected exactly as by Start.
+// the process: Launch, then Pending.Verify, then Pending.Close.
 func Run(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger, req Request) (receipts.Verification, error) {
-	if !attachSupported {
-		c, err := Start(ctx, exe, args, env, logger)
-		if err != nil {
-			return receipts.Verification{}, err
-		}
-		defer c.Close()
-		return c.Checker().Verify(ctx, req)
-	}
-	f, err := newAttachment()
-	if err != nil {
-		return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrStart, err)
-	}
-	defer f.Close()
-	cmd := exec.Command(exe, args...)
-	if cmd.Err != nil {
-		return receipts.Verification{}, fmt.Errorf("%w: %w", ErrStart, cmd.Err)
-	}
-	cmd.Env = append(append([]string{}, env...), attachEnv+"=3")
-	cmd.ExtraFiles = []*os.File{f}
-	// The inputs are written and sealed on another CPU while the plugin
-	// starts. The plugin maps them only when asked to verify, which is
-	// after the seals are on, and it refuses them unsealed.
-	filled := make(chan error, 1)
-	go func() {
-		filled <- fillAttachment(f, [nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts})
-	}()
-	c, err := start(ctx, cmd, logger, true)
-	fillErr := <-filled
+	p, err := Launch(ctx, exe, args, env, logger)
 	if err != nil {
 		return receipts.Verification{}, err
 	}
-	defer c.Close()
-	if fillErr != nil {
-		return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrStart, fillErr)
+	defer p.Close()
+	return p.Verify(ctx, req)
+}
+
+// Pending is a verifier plugin process started for one request that is
+// not ready yet, so that a caller can overlap the plugin's start (exec, the
+// runtime's start, the handshake and its certificates, the executable's
+// checksum) with its own work: cut prepare launches the plugin before it
+// reads the projection.
+type Pending struct {
+	attach  *os.File // the inputs' memfd, nil where attachments are unsupported
+	cancel  context.CancelFunc
+	started chan startResult
+	client  *Client // set once started has been received
+	err     error
+	waited  bool
+	used    bool
+}
+
+type startResult struct {
+	c   *Client
+	err error
+}
+
+// Launch starts exe with args as the verifier plugin for one request, to
+// be given to Verify, and returns at once; the start completes on another
+// goroutine. The plugin is pinned, isolated and connected exactly as by
+// Start. On Linux the inputs will not cross the gRPC connection: Verify
+// writes them once into a memfd that was handed to the plugin at start (as
+// descriptor 3) and seals it against any change before the plugin is asked
+// to verify; the plugin maps it read-only and refuses it unsealed.
+// Elsewhere Verify streams them as Start's Checker does. ctx bounds the
+// start and must outlive Verify. The caller must call Close.
+func Launch(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger) (*Pending, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &Pending{started: make(chan startResult, 1), cancel: cancel}
+	if !attachSupported {
+		go func() {
+			c, err := Start(ctx, exe, args, env, logger)
+			p.started <- startResult{c, err}
+		}()
+		return p, nil
+	}
+	f, err := newAttachment()
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("%w: attachment: %w", ErrStart, err)
+	}
+	cmd, kill := command(exe, args)
+	if cmd.Err != nil {
+		cancel()
+		kill()
+		f.Close()
+		return nil, fmt.Errorf("%w: %w", ErrStart, cmd.Err)
+	}
+	cmd.Env = append(append([]string{}, env...), attachEnv+"=3")
+	cmd.ExtraFiles = []*os.File{f}
+	p.attach = f
+	go func() {
+		c, err := start(ctx, cmd, kill, logger, true)
+		p.started <- startResult{c, err}
+	}()
+	return p, nil
+}
+
+// wait waits for the start to complete, once.
+func (p *Pending) wait() (*Client, error) {
+	if !p.waited {
+		r := <-p.started
+		p.client, p.err, p.waited = r.c, r.err, true
+	}
+	return p.client, p.err
+}
+
+// ErrUsed is returned by a second call to Pending.Verify.
+var ErrUsed = errors.New("verifier: plugin already used for a request")
+
+// Verify sends req to the plugin and returns its verdict. A Pending
+// verifies one request, from one goroutine: a second call returns ErrUsed. Where attachments
+// are supported, the inputs are written and sealed on this goroutine while
+// the plugin may still be starting; it maps them only when asked to
+// verify, after the seals are on.
+func (p *Pending) Verify(ctx context.Context, req Request) (receipts.Verification, error) {
+	if p.used {
+		return receipts.Verification{}, ErrUsed
+	}
+	p.used = true
+	if p.attach != nil {
+		if err := fillAttachment(p.attach, [nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts}); err != nil {
+			return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrStart, err)
+		}
+	}
+	c, err := p.wait()
+	if err != nil {
+		return receipts.Verification{}, err
 	}
 	return c.Checker().Verify(ctx, req)
 }
 
-func start(ctx context.Context, cmd *exec.Cmd, logger hclog.Logger, attached bool) (*Client, error) {
+// Close stops the plugin process, cutting its start short if it is still
+// starting, and releases the attachment.
+func (p *Pending) Close() error {
+	p.cancel()
+	if c, _ := p.wait(); c != nil {
+		c.Close()
+	}
+	if p.attach != nil {
+		p.attach.Close()
+	}
+	return nil
+}
+
+func start(ctx context.Context, cmd *exec.Cmd, kill context.CancelFunc, logger hclog.Logger, attached bool) (*Client, error) {
 	sum, err := fileSHA256(cmd.Path)
 	if err != nil {
+		kill()
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	if logger == nil {
@@ -225,14 +310,20 @@ func start(ctx context.Context, cmd *exec.Cmd, logger hclog.Logger, attached boo
 	}()
 	select {
 	case <-ctx.Done():
+		// go-plugin may be starting the process right now: kill it
+		// through its command's context, whenever it starts, and wait for
+		// the start to fail.
+		kill()
 		pc.Kill()
+		<-done
 		return nil, fmt.Errorf("%w: %w", ErrStart, ctx.Err())
 	case s := <-done:
 		if s.err != nil {
+			kill()
 			pc.Kill()
 			return nil, fmt.Errorf("%w: %w", ErrStart, s.err)
 		}
-		return &Client{pc: pc, checker: s.c}, nil
+		return &Client{pc: pc, checker: s.c, kill: kill}, nil
 	}
 }
 
@@ -242,6 +333,7 @@ func (c *Client) Checker() Checker { return c.checker }
 // Close stops the plugin process.
 func (c *Client) Close() error {
 	c.pc.Kill()
+	c.kill()
 	return nil
 }
 

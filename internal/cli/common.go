@@ -128,22 +128,48 @@ func (c *Cmd) refusedCut(asJSON bool, err error) error {
 // process (cut re-executed as a go-plugin, the inputs handed over in a sealed
 // memfd), or in this process with --verifier inprocess (tests, benchmarks).
 func (c *Cmd) verify(ctx context.Context, mode string, req verifier.Request) (receipts.Verification, error) {
+	p, err := c.launchVerifier(ctx, mode)
+	if err != nil {
+		return receipts.Verification{}, err
+	}
+	if p != nil {
+		defer p.Close()
+	}
+	return c.runVerifier(ctx, p, req)
+}
+
+// launchVerifier starts the verifier plugin for mode "plugin" (the
+// default), this executable re-executed, to be given its request by
+// runVerifier; it returns nil for "inprocess". The caller closes it.
+func (c *Cmd) launchVerifier(ctx context.Context, mode string) (*verifier.Pending, error) {
 	switch mode {
 	case "inprocess":
-		return verifier.Verify(req), nil
+		return nil, nil
 	case "plugin", "":
 	default:
-		return receipts.Verification{}, usagef("--verifier is plugin or inprocess")
+		return nil, usagef("--verifier is plugin or inprocess")
 	}
 	exe := c.Args0
 	if exe == "" || !filepath.IsAbs(exe) {
 		var err error
 		if exe, err = os.Executable(); err != nil {
-			return receipts.Verification{}, err
+			return nil, err
 		}
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "verifier", Output: c.Stderr, Level: hclog.Warn})
-	v, err := verifier.Run(ctx, exe, []string{pluginArg}, nil, logger, req)
+	p, err := verifier.Launch(ctx, exe, []string{pluginArg}, nil, logger)
+	if err != nil {
+		return nil, fmt.Errorf("verifier plugin: %w", err)
+	}
+	return p, nil
+}
+
+// runVerifier verifies req in the plugin p, or in this process if p is nil.
+func (c *Cmd) runVerifier(ctx context.Context, p *verifier.Pending, req verifier.Request) (receipts.Verification, error) {
+	if p == nil {
+		return verifier.Verify(req), nil
+	}
+	v, err := p.Verify(ctx, req)
 	if err != nil {
 		return receipts.Verification{}, fmt.Errorf("verifier plugin: %w", err)
 	}

@@ -93,6 +93,14 @@ func runPrepare(ctx context.Context, c *Cmd, args []string) error {
 // *refusedError. A failed verification returns the bundle with no seal and
 // no error: the caller decides the exit code.
 func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *egress.Authority) (*prepared, error) {
+	// The verifier plugin starts while the inputs are read and cut.
+	vp, err := c.launchVerifier(ctx, f.verifier)
+	if err != nil {
+		return nil, err
+	}
+	if vp != nil {
+		defer vp.Close()
+	}
 	in, refs, err := c.load(f.vocab, f.plan, f.key, proj)
 	if err != nil {
 		return nil, err
@@ -128,7 +136,7 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 	if err != nil {
 		return nil, err
 	}
-	p.verdict, err = c.verify(ctx, f.verifier, verifier.Request{Source: in.source, Export: p.out.Export, ExportDigest: p.out.ExportDigest,
+	p.verdict, err = c.runVerifier(ctx, vp, verifier.Request{Source: in.source, Export: p.out.Export, ExportDigest: p.out.ExportDigest,
 		Plan: in.planBytes, Vocabulary: in.vocabBytes, Receipts: rb, EvidenceKey: in.key, Now: time.Now()})
 	if err != nil {
 		return nil, err
