@@ -1,6 +1,7 @@
 package rehydrate
 
 import (
+	"github.com/privacycut/privacycut/receipts"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +127,15 @@ func BenchmarkApply(b *testing.B) {
 		clear(res.Output)
 	}
 	reportCPU(b, cpu0, cpuOK, len(ret))
+}
+
+// BenchmarkRehydrateSHA256Baseline hashes the 16 MiB return of
+// BenchmarkRehydrate: the same-run baseline scripts/bench reports the
+// rehydration figures against.
+func BenchmarkRehydrateSHA256Baseline(b *testing.B) {
+	ret, _ := benchReturn(b, 16<<20)
+	b.SetBytes(int64(len(ret)))
+	for b.Loop() {
+		receipts.SHA256(ret)
+	}
 }
