@@ -6,10 +6,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,4 +163,74 @@ func TestLaunchPending(t *testing.T) {
 	if d := time.Since(t0); d > 10*time.Second {
 		t.Errorf("Close during the start took %v", d)
 	}
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// TestPluginDiesWithHost: a plugin does not outlive a host that is killed
+// (SIGKILL, so no Close runs): the kernel kills it with the host.
+func TestPluginDiesWithHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts subprocesses")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := exec.Command(exe, "-test.run=^$")
+	host.Env = append(os.Environ(), hostEnv+"=1")
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer host.Process.Kill()
+	line := make([]byte, 6)
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "ready\n" {
+		t.Fatalf("host did not start its plugin: %q %v", line, err)
+	}
+	var plugin string
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(host.Process.Pid) {
+			plugin = filepath.Base(filepath.Dir(st))
+		}
+	}
+	if plugin == "" || !alive(plugin) {
+		t.Fatal("no plugin process under the host")
+	}
+	if err := host.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	host.Wait()
+	for deadline := time.Now().Add(10 * time.Second); alive(plugin); {
+		if time.Now().After(deadline) {
+			syscall.Kill(mustAtoi(t, plugin), syscall.SIGKILL)
+			t.Fatalf("plugin %s outlived its killed host by 10 s", plugin)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

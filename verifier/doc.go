@@ -2,7 +2,8 @@
 // projection, the export, the plan, the vocabulary and the receipt chain of
 // a cut, it re-derives what the export must be and writes a
 // CutVerification@1 (SPEC §7), in process ([Verify], [InProcess]) or in its
-// own process through hashicorp/go-plugin over gRPC ([Serve], [Start]).
+// own process through hashicorp/go-plugin over gRPC ([Serve], [Start],
+// [Run], [Launch]).
 //
 // Independence is the point. The package imports nothing of the project but
 // receipts (strict JSON, canonical form, digests, evidence types), and never
@@ -98,6 +99,9 @@
 //     host's environment, and with no broker: it cannot call back into the
 //     host. It calls Harden first and exits if it fails. It clears the
 //     received inputs and wipes its copy of the evidence key after each call.
+//   - No plugin outlives its host's use of it: Close kills it, a start cut
+//     short kills it through its command's context, and on Linux the kernel
+//     kills it (parent-death signal) if the host itself is killed.
 //
 // Not guaranteed:
 //

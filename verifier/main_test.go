@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -13,7 +14,16 @@ const pluginEnv = "PRIVACYCUT_VERIFIER_TEST_AS_PLUGIN"
 // stderrMarker is what the test plugin writes to its stderr at start.
 const stderrMarker = "verifier-test-plugin: serving"
 
+// hostEnv, when set to 1, makes the test binary a host that launches a
+// plugin, says "ready" on stdout once it has started, and waits to be
+// killed (TestPluginDiesWithHost).
+const hostEnv = "PRIVACYCUT_VERIFIER_TEST_AS_HOST"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(hostEnv) == "1" {
+		serveAsHost()
+		return
+	}
 	if os.Getenv(pluginEnv) == "1" {
 		Harden = func() error {
 			if os.Getenv("PRIVACYCUT_VERIFIER_TEST_HARDEN_FAIL") == "1" {
@@ -28,4 +38,22 @@ func TestMain(m *testing.M) {
 		return
 	}
 	os.Exit(m.Run())
+}
+
+// serveAsHost is the test binary as a host (hostEnv): it launches a plugin,
+// waits for its start, says so and waits to be killed.
+func serveAsHost() {
+	exe, err := os.Executable()
+	if err != nil {
+		os.Exit(2)
+	}
+	p, err := Launch(context.Background(), exe, []string{"-test.run=^$"}, []string{pluginEnv + "=1"}, nil)
+	if err != nil {
+		os.Exit(2)
+	}
+	if _, err := p.wait(); err != nil {
+		os.Exit(2)
+	}
+	os.Stdout.WriteString("ready\n")
+	select {}
 }

@@ -136,10 +136,13 @@ func Start(ctx context.Context, exe string, args []string, env []string, logger 
 // command returns the plugin's command and the function that kills it
 // whenever it is called: before the process starts (which then fails), while
 // go-plugin starts it, or after. start calls it when it gives up, so that a
-// process go-plugin was still starting cannot outlive the call.
+// process go-plugin was still starting cannot outlive the call. On Linux the
+// plugin is also killed when this process dies (dieWithParent).
 func command(exe string, args []string) (*exec.Cmd, context.CancelFunc) {
 	ctx, kill := context.WithCancel(context.Background())
-	return exec.CommandContext(ctx, exe, args...), kill
+	cmd := exec.CommandContext(ctx, exe, args...)
+	dieWithParent(cmd)
+	return cmd, kill
 }
 
 // attachEnv names the variable that tells a plugin which descriptor holds
