@@ -115,7 +115,7 @@ func Validate(ret []byte, s *Schema, l Lease, iss Issued) (*Plan, error) {
 	if err := checkArgs(s, l, iss); err != nil {
 		return nil, err
 	}
-	return ParseReturn(ret).Validate(s, l, iss)
+	return ParseReturn(ret).validate(s, l, iss)
 }
 
 // Validate is the package-level Validate on a return already parsed.
@@ -126,6 +126,11 @@ func (r *Return) Validate(s *Schema, l Lease, iss Issued) (*Plan, error) {
 	if r == nil {
 		return nil, ErrInvalidArgument
 	}
+	return r.validate(s, l, iss)
+}
+
+// validate is Validate with its arguments checked.
+func (r *Return) validate(s *Schema, l Lease, iss Issued) (*Plan, error) {
 	if r.err != nil {
 		if se, ok := r.err.(*receipts.SyntaxError); ok {
 			return nil, &Refusal{Code: se.Code, Line: se.Line, Column: se.Column, Length: se.Length, Reason: se.Reason}
@@ -148,6 +153,7 @@ func (r *Return) Validate(s *Schema, l Lease, iss Issued) (*Plan, error) {
 	}, nil
 }
 
+// checkArgs refuses the caller bugs Validate reports before any parsing.
 func checkArgs(s *Schema, l Lease, iss Issued) error {
 	if s == nil || s.root == nil || iss == nil {
 		return ErrInvalidArgument

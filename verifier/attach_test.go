@@ -22,13 +22,7 @@ import (
 // TestRunAttached verifies through a one-shot plugin whose inputs arrive in
 // a sealed memfd: the verdicts equal the in-process ones.
 func TestRunAttached(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts subprocesses")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := selfExe(t)
 	vs := map[string]vector{}
 	for _, v := range loadVectors(t) {
 		vs[v.name] = v
@@ -84,25 +78,44 @@ func TestAttachmentMustBeSealed(t *testing.T) {
 	unmap()
 }
 
-// children returns the pids of this process's live children.
-func children(t *testing.T) []string {
+// procStat reads the state and the parent of process pid; ok is false once
+// it has gone.
+func procStat(pid int) (state byte, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// pid (comm) state ppid …: comm may hold spaces, so split after its
+	// closing parenthesis.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return f[0][0], ppid, err == nil
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	state, _, ok := procStat(pid)
+	return ok && state != 'Z'
+}
+
+// children returns the live children of process parent.
+func children(t *testing.T, parent int) []int {
 	t.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	dirs, err := filepath.Glob("/proc/[0-9]*")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pids []string
-	for _, st := range stats {
-		b, err := os.ReadFile(st)
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
 		if err != nil {
-			continue // exited meanwhile
+			continue
 		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after
-		// its closing parenthesis.
-		i := bytes.LastIndexByte(b, ')')
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(os.Getpid()) {
-			pids = append(pids, st)
+		if state, ppid, ok := procStat(pid); ok && state != 'Z' && ppid == parent {
+			pids = append(pids, pid)
 		}
 	}
 	return pids
@@ -112,14 +125,8 @@ func children(t *testing.T) []string {
 // Run does, once; a second Verify is ErrUsed; Close stops the process,
 // also when it is closed while still starting and never used.
 func TestLaunchPending(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts subprocesses")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := len(children(t))
+	exe := selfExe(t)
+	before := len(children(t, os.Getpid()))
 	launch := func() *Pending {
 		t.Helper()
 		p, err := Launch(context.Background(), exe, []string{"-test.run=^$"}, []string{pluginEnv + "=1"}, nil)
@@ -146,18 +153,18 @@ func TestLaunchPending(t *testing.T) {
 	if _, err := p.Verify(context.Background(), req); !errors.Is(err, ErrUsed) {
 		t.Errorf("second Verify = %v, want ErrUsed", err)
 	}
-	if n := len(children(t)); n != before+1 {
+	if n := len(children(t, os.Getpid())); n != before+1 {
 		t.Errorf("%d children while a plugin runs, want %d", n, before+1)
 	}
 	p.Close()
-	if n := len(children(t)); n != before {
+	if n := len(children(t, os.Getpid())); n != before {
 		t.Errorf("%d children after Close, want %d", n, before)
 	}
 
 	// Closed while starting, never used.
 	t0 := time.Now()
 	launch().Close()
-	if n := len(children(t)); n != before {
+	if n := len(children(t, os.Getpid())); n != before {
 		t.Errorf("%d children after Close during the start, want %d", n, before)
 	}
 	if d := time.Since(t0); d > 10*time.Second {
@@ -165,26 +172,10 @@ func TestLaunchPending(t *testing.T) {
 	}
 }
 
-// alive reports whether process pid exists and is not a zombie.
-func alive(pid string) bool {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(f) > 0 && f[0] != "Z"
-}
-
 // TestPluginDiesWithHost: a plugin does not outlive a host that is killed
 // (SIGKILL, so no Close runs): the kernel kills it with the host.
 func TestPluginDiesWithHost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts subprocesses")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := selfExe(t)
 	host := exec.Command(exe, "-test.run=^$")
 	host.Env = append(os.Environ(), hostEnv+"=1")
 	out, err := host.StdoutPipe()
@@ -199,38 +190,20 @@ func TestPluginDiesWithHost(t *testing.T) {
 	if _, err := io.ReadFull(out, line); err != nil || string(line) != "ready\n" {
 		t.Fatalf("host did not start its plugin: %q %v", line, err)
 	}
-	var plugin string
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		b, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(host.Process.Pid) {
-			plugin = filepath.Base(filepath.Dir(st))
-		}
+	kids := children(t, host.Process.Pid)
+	if len(kids) != 1 {
+		t.Fatalf("%d processes under the host, want its plugin", len(kids))
 	}
-	if plugin == "" || !alive(plugin) {
-		t.Fatal("no plugin process under the host")
-	}
+	plugin := kids[0]
 	if err := host.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	host.Wait()
 	for deadline := time.Now().Add(10 * time.Second); alive(plugin); {
 		if time.Now().After(deadline) {
-			syscall.Kill(mustAtoi(t, plugin), syscall.SIGKILL)
-			t.Fatalf("plugin %s outlived its killed host by 10 s", plugin)
+			syscall.Kill(plugin, syscall.SIGKILL)
+			t.Fatalf("plugin %d outlived its killed host by 10 s", plugin)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func mustAtoi(t *testing.T, s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

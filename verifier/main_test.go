@@ -57,3 +57,17 @@ func serveAsHost() {
 	os.Stdout.WriteString("ready\n")
 	select {}
 }
+
+// selfExe returns this test binary, which the subprocess tests run as the
+// plugin (pluginEnv) or as a host (hostEnv); it skips them in -short mode.
+func selfExe(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts subprocesses")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}

@@ -190,32 +190,26 @@ type startResult struct {
 // Elsewhere Verify streams them as Start's Checker does. ctx bounds the
 // start and must outlive Verify. The caller must call Close.
 func Launch(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger) (*Pending, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	p := &Pending{started: make(chan startResult, 1), cancel: cancel}
-	if !attachSupported {
-		go func() {
-			c, err := Start(ctx, exe, args, env, logger)
-			p.started <- startResult{c, err}
-		}()
-		return p, nil
-	}
-	f, err := newAttachment()
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("%w: attachment: %w", ErrStart, err)
-	}
 	cmd, kill := command(exe, args)
 	if cmd.Err != nil {
-		cancel()
 		kill()
-		f.Close()
 		return nil, fmt.Errorf("%w: %w", ErrStart, cmd.Err)
 	}
-	cmd.Env = append(append([]string{}, env...), attachEnv+"=3")
-	cmd.ExtraFiles = []*os.File{f}
-	p.attach = f
+	cmd.Env = append([]string{}, env...)
+	p := &Pending{started: make(chan startResult, 1)}
+	if attachSupported {
+		f, err := newAttachment()
+		if err != nil {
+			kill()
+			return nil, fmt.Errorf("%w: attachment: %w", ErrStart, err)
+		}
+		cmd.Env = append(cmd.Env, attachEnv+"=3")
+		cmd.ExtraFiles = []*os.File{f}
+		p.attach = f
+	}
+	ctx, p.cancel = context.WithCancel(ctx)
 	go func() {
-		c, err := start(ctx, cmd, kill, logger, true)
+		c, err := start(ctx, cmd, kill, logger, p.attach != nil)
 		p.started <- startResult{c, err}
 	}()
 	return p, nil
@@ -234,10 +228,10 @@ func (p *Pending) wait() (*Client, error) {
 var ErrUsed = errors.New("verifier: plugin already used for a request")
 
 // Verify sends req to the plugin and returns its verdict. A Pending
-// verifies one request, from one goroutine: a second call returns ErrUsed. Where attachments
-// are supported, the inputs are written and sealed on this goroutine while
-// the plugin may still be starting; it maps them only when asked to
-// verify, after the seals are on.
+// verifies one request, from one goroutine: a second call returns ErrUsed.
+// Where attachments are supported, the inputs are written and sealed on
+// this goroutine while the plugin may still be starting; it maps them only
+// when asked to verify, after the seals are on.
 func (p *Pending) Verify(ctx context.Context, req Request) (receipts.Verification, error) {
 	if p.used {
 		return receipts.Verification{}, ErrUsed

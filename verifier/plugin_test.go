@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -191,13 +190,7 @@ func (s *syncBuffer) String() string {
 // startPlugin re-executes the test binary as the plugin process.
 func startPlugin(t testing.TB, log io.Writer, extraEnv ...string) (*Client, error) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a subprocess")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := selfExe(t)
 	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Trace, Output: log})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
