@@ -171,7 +171,7 @@ func (p *Parser) parallel(text []byte, mode spanMode) (Stats, []Span, []Refusal)
 	bounds = append(bounds, len(text))
 	type result struct {
 		st    Stats
-		spans []Span
+		spans spanChunks
 		refs  []Refusal
 		lines int
 	}
@@ -182,7 +182,7 @@ func (p *Parser) parallel(text []byte, mode spanMode) (Stats, []Span, []Refusal)
 		work := func() {
 			r := recParser{p: p, v: p.v, text: text, mode: mode}
 			out := &res[k]
-			out.st = r.run(from, to, 0, func(spans []Span) { out.spans = append(out.spans, spans...) }, &out.refs)
+			out.st = r.run(from, to, 0, out.spans.add, &out.refs)
 			if k < len(res)-1 {
 				out.lines = bytes.Count(text[from:to], []byte{'\n'})
 			}
@@ -198,10 +198,18 @@ func (p *Parser) parallel(text []byte, mode spanMode) (Stats, []Span, []Refusal)
 	var st Stats
 	var spans []Span
 	var refs []Refusal
+	total := 0
+	for k := range res {
+		total += res[k].spans.n
+	}
+	if total > 0 {
+		spans = make([]Span, 0, total)
+	}
 	base := 0
-	for _, r := range res {
+	for k := range res {
+		r := &res[k]
 		st.Add(r.st)
-		spans = append(spans, r.spans...)
+		spans = r.spans.appendTo(spans)
 		for _, f := range r.refs {
 			if len(refs) < p.lim.MaxRefusals {
 				f.Line += base
@@ -211,6 +219,40 @@ func (p *Parser) parallel(text []byte, mode spanMode) (Stats, []Span, []Refusal)
 		base += r.lines
 	}
 	return st, spans, refs
+}
+
+// spanChunks collects spans in fixed-size chunks: a part of a large text
+// holds a million spans or more, which a doubling slice would copy and
+// reallocate about twenty times before they are merged.
+type spanChunks struct {
+	full [][]Span
+	cur  []Span
+	n    int
+}
+
+// spanChunk is the number of spans in a chunk (256 KiB).
+const spanChunk = 8192
+
+func (c *spanChunks) add(spans []Span) {
+	for len(spans) > 0 {
+		if len(c.cur) == cap(c.cur) {
+			if c.cur != nil {
+				c.full = append(c.full, c.cur)
+			}
+			c.cur = make([]Span, 0, spanChunk)
+		}
+		k := copy(c.cur[len(c.cur):cap(c.cur)], spans)
+		c.cur, spans = c.cur[:len(c.cur)+k], spans[k:]
+		c.n += k
+	}
+}
+
+// appendTo appends the spans, in the order they were added, to dst.
+func (c *spanChunks) appendTo(dst []Span) []Span {
+	for _, ch := range c.full {
+		dst = append(dst, ch...)
+	}
+	return append(dst, c.cur...)
 }
 
 // run parses the records of text[from:to] (to is the end of text or just
