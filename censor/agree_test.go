@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -60,10 +61,26 @@ func (f *agreeFixture) cut(t testing.TB, source []byte) (*censor.Output, *verifi
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The export written in one pass (Irreversible) is the one written
+	// through the template that other token sources use.
+	viaTemplate, err := censor.Cut(context.Background(), censor.Input{Doc: d, Vocabulary: f.vocab, Plan: plan, Key: f.key, Tokens: templateSource{}})
+	if err != nil || !reflect.DeepEqual(out, viaTemplate) {
+		t.Fatalf("the one-pass and the template exports differ (err %v):\n%s\n%s", err, out.Export, viaTemplate.Export)
+	}
 	pb, _ := receipts.Marshal(plan)
 	rb, _ := receipts.Marshal(out.Receipts)
 	return out, &verifier.Request{Source: source, Export: out.Export, ExportDigest: out.ExportDigest,
 		Plan: pb, Vocabulary: f.vocabBytes, Receipts: rb, EvidenceKey: f.key, Now: agreeNow}
+}
+
+// templateSource issues the irreversible tokens, but is not censor.Irreversible:
+// the censor takes its template path for it.
+type templateSource struct{}
+
+func (templateSource) Mode() string { return receipts.ModeIrreversible }
+
+func (templateSource) Issue(ctx context.Context, digest string, pairs []censor.Pair) ([]string, error) {
+	return censor.Irreversible{}.Issue(ctx, digest, pairs)
 }
 
 // projectionWith builds a projection whose first record carries value as an

@@ -195,34 +195,36 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	}
 	out.Stats, out.Label, out.Pairs = res.Stats, res.Label, len(pairs)
 
-	// The tokens are asked for on another goroutine (from a vault, a round
-	// trip and a durable write) while the text around the owner values is
-	// escaped into a template; the export is then the template with each
-	// token put in its gap.
-	type issued struct {
-		tokens []string
-		err    error
-	}
-	ich := make(chan issued, 1)
-	go func() {
-		t, err := src.Issue(ctx, out.SourceDigest, pairs)
-		ich <- issued{t, err}
-	}()
-	tm := newTemplate(in.Doc, refs)
-	is := <-ich
-	tokens, err := is.tokens, is.err
-	if err != nil {
-		return nil, fmt.Errorf("censor: token source: %w", err)
-	}
-	if len(tokens) != len(pairs) {
-		return nil, errors.New("censor: token source returned the wrong number of tokens")
-	}
-	for _, t := range tokens {
-		if !tokenSafe(t) {
-			return nil, errors.New("censor: token source returned a token outside [A-Za-z0-9._:-]")
+	var exp *exportWriter
+	if _, local := src.(Irreversible); local {
+		// Irreversible tokens are computed at once: the export is
+		// written in one pass, the tokens put in as the text is escaped.
+		tokens, err := issue(ctx, src, out.SourceDigest, pairs)
+		if err != nil {
+			return nil, err
 		}
+		exp = writeExport(in.Doc, refs, tokens)
+	} else {
+		// Other tokens are asked for on another goroutine (from a vault, a
+		// round trip and a durable write) while the text around the owner
+		// values is escaped into a template; the export is then the
+		// template with each token put in its gap.
+		type issued struct {
+			tokens []string
+			err    error
+		}
+		ich := make(chan issued, 1)
+		go func() {
+			t, err := issue(ctx, src, out.SourceDigest, pairs)
+			ich <- issued{t, err}
+		}()
+		tm := newTemplate(in.Doc, refs)
+		is := <-ich
+		if is.err != nil {
+			return nil, is.err
+		}
+		exp = tm.fill(refs, is.tokens)
 	}
-	exp := tm.fill(refs, tokens)
 	out.Export = exp.buf
 	// The export's plain digest and the candidate's keyed one, on two CPUs.
 	done := make(chan string, 1)
@@ -236,6 +238,24 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// issue asks src for the tokens of pairs and checks that there is one per
+// pair and that each can sit inside owner quotes unescaped.
+func issue(ctx context.Context, src TokenSource, sourceDigest string, pairs []Pair) ([]string, error) {
+	tokens, err := src.Issue(ctx, sourceDigest, pairs)
+	if err != nil {
+		return nil, fmt.Errorf("censor: token source: %w", err)
+	}
+	if len(tokens) != len(pairs) {
+		return nil, errors.New("censor: token source returned the wrong number of tokens")
+	}
+	for _, t := range tokens {
+		if !tokenSafe(t) {
+			return nil, errors.New("censor: token source returned a token outside [A-Za-z0-9._:-]")
+		}
+	}
+	return tokens, nil
 }
 
 // tokenSafe reports whether t is a non-empty token of [A-Za-z0-9._:-]: such a

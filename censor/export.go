@@ -54,17 +54,50 @@ func newTemplate(doc *grammar.Document, refs []ownerRef) *template {
 	return t
 }
 
-// fill writes the export: the template with tokens[refs[j].pair] in gap j.
-func (t *template) fill(refs []ownerRef, tokens []string) *exportWriter {
-	n := len(`{"parts":[],"profile":"closed-diagnostic@1"}`) + len(t.buf)
-	for _, p := range t.doc.Parts {
+// newExportWriter returns a writer whose buffer holds an export of the
+// given escaped text size and tokens without growing.
+func newExportWriter(doc *grammar.Document, refs []ownerRef, tokens []string, text int) *exportWriter {
+	n := len(`{"parts":[],"profile":"closed-diagnostic@1"}`) + text
+	for _, p := range doc.Parts {
 		n += len(`,{"kind":"","text":""}`) + 6*len(p.Kind)
 	}
 	for _, r := range refs {
 		n += len(tokens[r.pair])
 	}
-	w := &exportWriter{doc: t.doc, buf: make([]byte, 0, n)}
+	w := &exportWriter{doc: doc, buf: make([]byte, 0, n)}
 	w.buf = append(w.buf, `{"parts":[`...)
+	return w
+}
+
+// writeExport writes the export in one pass: each part's text escaped,
+// with tokens[refs[j].pair] in place of the owner value refs[j]. It is what
+// newTemplate followed by fill writes.
+func writeExport(doc *grammar.Document, refs []ownerRef, tokens []string) *exportWriter {
+	text := 0
+	for _, p := range doc.Parts {
+		text += len(p.Text) + len(p.Text)/8
+	}
+	w := newExportWriter(doc, refs, tokens, text)
+	next := 0
+	for pi, p := range doc.Parts {
+		w.beginPart(pi)
+		prev := 0
+		for ; next < len(refs) && int(refs[next].part) == pi; next++ {
+			r := refs[next]
+			w.buf = appendEscaped(w.buf, p.Text[prev:r.off])
+			w.buf = append(w.buf, tokens[r.pair]...)
+			prev = int(r.off + r.n)
+		}
+		w.buf = appendEscaped(w.buf, p.Text[prev:])
+		w.endPart()
+	}
+	w.buf = append(w.buf, `],"profile":"closed-diagnostic@1"}`...)
+	return w
+}
+
+// fill writes the export: the template with tokens[refs[j].pair] in gap j.
+func (t *template) fill(refs []ownerRef, tokens []string) *exportWriter {
+	w := newExportWriter(t.doc, refs, tokens, len(t.buf))
 	next := 0
 	for pi := range t.doc.Parts {
 		w.beginPart(pi)
