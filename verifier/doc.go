@@ -6,8 +6,10 @@
 // [Run], [Launch]).
 //
 // Independence is the point. The package imports nothing of the project but
-// receipts (strict JSON, canonical form, digests, evidence types), and never
-// censor or grammar: a test runs "go list -deps" and fails otherwise. Its
+// receipts (strict JSON, canonical form, digests, evidence types) and
+// internal/bigbuf (buffers mapped apart from the heap; it reads no input),
+// and never censor or grammar: a test runs "go list -deps" and fails
+// otherwise. Its
 // recognizer of closed-diagnostic@1 is its own, a byte-level state machine
 // that reads each record once and looks each vocabulary item up in a hash
 // set when the state reading it ends, so the censor and the verifier do not

@@ -19,6 +19,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/privacycut/privacycut/internal/bigbuf"
 )
 
 // Exit codes (SPEC §12).
@@ -59,7 +61,27 @@ func register(c *command) { commands[c.name] = c }
 // Cmd is one invocation of cut.
 type Cmd struct {
 	Env
-	name string // "cut check", for messages
+	name  string   // "cut check", for messages
+	frees []func() // of the buffers from c.buffer, called when Run returns
+}
+
+// buffer returns a zeroed buffer of n bytes that stays valid until Run
+// returns (bigbuf: a large one is mapped apart from the Go heap, so a fresh
+// process does not fault it in 4 KiB at a time, and is unmapped then).
+func (c *Cmd) buffer(n int) []byte {
+	b, free := bigbuf.New(n)
+	c.frees = append(c.frees, free)
+	return b
+}
+
+// release frees the buffers from c.buffer. Nothing of the command may
+// read them after: every command has finished with its inputs, and waited
+// for the goroutines that read them, before it returns.
+func (c *Cmd) release() {
+	for _, free := range c.frees {
+		free()
+	}
+	c.frees = nil
 }
 
 // Run runs cut with args (without the program name) and returns the exit code.
@@ -71,6 +93,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 		env.Stdin = strings.NewReader("")
 	}
 	c := &Cmd{Env: env, name: "cut"}
+	defer c.release()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		c.usage()
 		if len(args) == 0 {

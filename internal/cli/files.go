@@ -11,7 +11,8 @@ import (
 )
 
 // readCapped reads a file (or stdin for "-") of at most max bytes. over
-// reports a file that is larger.
+// reports a file that is larger. With a command, a large regular file is
+// read into one of its buffers (valid until Run returns).
 func readCapped(c *Cmd, path string, max int64) (data []byte, over bool, err error) {
 	var r io.Reader
 	if path == "-" {
@@ -31,7 +32,11 @@ func readCapped(c *Cmd, path string, max int64) (data []byte, over bool, err err
 			}
 			// Read a regular file into one buffer of its size (and one byte
 			// more, to see growth): no doubling copies of a large projection.
-			data = make([]byte, 0, fi.Size()+1)
+			if c != nil {
+				data = c.buffer(int(fi.Size() + 1))[:0]
+			} else {
+				data = make([]byte, 0, fi.Size()+1)
+			}
 			for {
 				n, err := f.Read(data[len(data):cap(data)])
 				data = data[:len(data)+n]

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package bigbuf
+
+func mapBuffer(int) ([]byte, bool) { return nil, false }
+
+func unmapBuffer([]byte) {}
