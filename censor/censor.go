@@ -57,6 +57,11 @@ type Input struct {
 	Key        *receipts.EvidenceKey
 	Tokens     TokenSource // nil: Irreversible
 	Limits     grammar.Limits
+
+	// Buffer, when set, returns the buffer of at least n bytes that the
+	// export is written into (Output.Export then shares its memory, and
+	// the caller decides how long it lives); when nil, the Go heap.
+	Buffer func(n int) []byte
 }
 
 // Output is a prepared cut.
@@ -203,7 +208,7 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 		if err != nil {
 			return nil, err
 		}
-		exp = writeExport(in.Doc, refs, tokens)
+		exp = writeExport(in.Doc, refs, tokens, in.Buffer)
 	} else {
 		// Other tokens are asked for on another goroutine (from a vault, a
 		// round trip and a durable write) while the text around the owner
@@ -223,7 +228,7 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 		if is.err != nil {
 			return nil, is.err
 		}
-		exp = tm.fill(refs, is.tokens)
+		exp = tm.fill(refs, is.tokens, in.Buffer)
 	}
 	out.Export = exp.buf
 	// The export's plain digest and the candidate's keyed one, on two CPUs.

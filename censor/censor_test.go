@@ -330,3 +330,52 @@ func TestEscaping(t *testing.T) {
 		}
 	}
 }
+
+// TestCutBuffer: with Input.Buffer the export is written into the buffer it
+// returns, by both export paths, and is the export written on the heap.
+func TestCutBuffer(t *testing.T) {
+	d, v := exampleInputs(t)
+	k := testKey(t, 1)
+	heap := cut(t, d, v, k)
+	rp, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"}, Purpose: "p",
+		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		plan *receipts.Plan
+		src  TokenSource
+		want []byte
+	}{
+		{"one pass", plan(t, d, v, k), nil, heap.Export},
+		{"template", rp, fakeSource{}, nil},
+	} {
+		var given []byte
+		buffer := func(n int) []byte {
+			if given != nil {
+				t.Fatalf("%s: Buffer called twice", tc.name)
+			}
+			given = make([]byte, n)
+			return given
+		}
+		out, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: tc.plan, Key: k, Tokens: tc.src, Buffer: buffer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if given == nil || &out.Export[0] != &given[0] {
+			t.Fatalf("%s: the export is not in the buffer Buffer returned", tc.name)
+		}
+		want := tc.want
+		if want == nil {
+			o, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: tc.plan, Key: k, Tokens: tc.src})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = o.Export
+		}
+		if !bytes.Equal(out.Export, want) {
+			t.Fatalf("%s: export in the buffer differs from the heap one", tc.name)
+		}
+	}
+}

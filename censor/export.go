@@ -55,8 +55,9 @@ func newTemplate(doc *grammar.Document, refs []ownerRef) *template {
 }
 
 // newExportWriter returns a writer whose buffer holds an export of the
-// given escaped text size and tokens without growing.
-func newExportWriter(doc *grammar.Document, refs []ownerRef, tokens []string, text int) *exportWriter {
+// given escaped text size and tokens without growing; the buffer comes from
+// alloc unless it is nil.
+func newExportWriter(doc *grammar.Document, refs []ownerRef, tokens []string, text int, alloc func(int) []byte) *exportWriter {
 	n := len(`{"parts":[],"profile":"closed-diagnostic@1"}`) + text
 	for _, p := range doc.Parts {
 		n += len(`,{"kind":"","text":""}`) + 6*len(p.Kind)
@@ -64,7 +65,12 @@ func newExportWriter(doc *grammar.Document, refs []ownerRef, tokens []string, te
 	for _, r := range refs {
 		n += len(tokens[r.pair])
 	}
-	w := &exportWriter{doc: doc, buf: make([]byte, 0, n)}
+	w := &exportWriter{doc: doc}
+	if alloc != nil {
+		w.buf = alloc(n)[:0]
+	} else {
+		w.buf = make([]byte, 0, n)
+	}
 	w.buf = append(w.buf, `{"parts":[`...)
 	return w
 }
@@ -72,12 +78,12 @@ func newExportWriter(doc *grammar.Document, refs []ownerRef, tokens []string, te
 // writeExport writes the export in one pass: each part's text escaped,
 // with tokens[refs[j].pair] in place of the owner value refs[j]. It is what
 // newTemplate followed by fill writes.
-func writeExport(doc *grammar.Document, refs []ownerRef, tokens []string) *exportWriter {
+func writeExport(doc *grammar.Document, refs []ownerRef, tokens []string, alloc func(int) []byte) *exportWriter {
 	text := 0
 	for _, p := range doc.Parts {
 		text += len(p.Text) + len(p.Text)/8
 	}
-	w := newExportWriter(doc, refs, tokens, text)
+	w := newExportWriter(doc, refs, tokens, text, alloc)
 	next := 0
 	for pi, p := range doc.Parts {
 		w.beginPart(pi)
@@ -96,8 +102,8 @@ func writeExport(doc *grammar.Document, refs []ownerRef, tokens []string) *expor
 }
 
 // fill writes the export: the template with tokens[refs[j].pair] in gap j.
-func (t *template) fill(refs []ownerRef, tokens []string) *exportWriter {
-	w := newExportWriter(t.doc, refs, tokens, len(t.buf))
+func (t *template) fill(refs []ownerRef, tokens []string, alloc func(int) []byte) *exportWriter {
+	w := newExportWriter(t.doc, refs, tokens, len(t.buf), alloc)
 	next := 0
 	for pi := range t.doc.Parts {
 		w.beginPart(pi)

@@ -128,7 +128,9 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 			}
 		}()
 	}
-	p.out, err = censor.Cut(ctx, censor.Input{Doc: in.doc, Vocabulary: in.vocab, Plan: in.plan, Key: in.key, Tokens: src})
+	// The export lives in a buffer of the command, unmapped when Run returns.
+	p.out, err = censor.Cut(ctx, censor.Input{Doc: in.doc, Vocabulary: in.vocab, Plan: in.plan, Key: in.key, Tokens: src,
+		Buffer: c.buffer})
 	if err != nil {
 		return nil, c.refusedCut(f.asJSON, err)
 	}
