@@ -64,6 +64,11 @@ type LoadOptions struct {
 	MaxBytes int64 // default 1 GiB
 	MaxParts int   // default 65536
 	MaxText  int   // bytes of one part's text, default 256 MiB
+
+	// Buffer, when set, supplies the memory a large document's decoded
+	// strings (the parts' texts) are kept in (receipts.Options.Buffer): the
+	// Document shares it, and the caller decides how long it lives.
+	Buffer func(n int) []byte
 }
 
 // Document is a loaded projection together with its parse tree, from which
@@ -92,7 +97,7 @@ func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
 	if opt.MaxText <= 0 {
 		opt.MaxText = DefaultMaxText
 	}
-	tree, err := receipts.Parse(data, receipts.Options{MaxBytes: opt.MaxBytes})
+	tree, err := receipts.Parse(data, receipts.Options{MaxBytes: opt.MaxBytes, Buffer: opt.Buffer})
 	if err != nil {
 		return nil, []Refusal{documentRefusal(data, err)}
 	}

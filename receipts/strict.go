@@ -121,18 +121,24 @@ func newSyntaxError(data []byte, code Code, off, length int, reason string) *Syn
 // returned tree shares no memory with data.
 func Parse(data []byte, opt Options) (*Value, error) {
 	maxBytes, maxDepth := opt.limits()
-	return parse(data, maxBytes, maxDepth)
+	return parseInto(data, maxBytes, maxDepth, opt.Buffer)
 }
 
 // parse is Parse with explicit limits; maxDepth 0 admits scalars only.
 func parse(data []byte, maxBytes int64, maxDepth int) (*Value, error) {
+	return parseInto(data, maxBytes, maxDepth, nil)
+}
+
+// parseInto is parse with the strings of a large document decoded into
+// buffers from alloc, when it is not nil.
+func parseInto(data []byte, maxBytes int64, maxDepth int, alloc func(int) []byte) (*Value, error) {
 	if int64(len(data)) > maxBytes {
 		return nil, newSyntaxError(data, LimitExceeded, int(maxBytes), len(data)-int(maxBytes), reasonTooLarge)
 	}
 	if len(data) >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF {
 		return nil, newSyntaxError(data, MalformedRecord, 0, 3, reasonBOM)
 	}
-	p := parser{data: data, maxDepth: maxDepth}
+	p := parser{data: data, maxDepth: maxDepth, alloc: alloc}
 	st := stackPool.Get().(*stacks)
 	p.vals, p.mems = st.vals, st.mems
 	defer func() {
@@ -178,9 +184,10 @@ type parser struct {
 	data     []byte
 	maxDepth int
 	depth    int
-	arena    []byte   // decoded strings; see room and grow
-	vals     []Value  // stack of array elements being collected
-	mems     []Member // stack of object members being collected
+	arena    []byte           // decoded strings; see room and grow
+	alloc    func(int) []byte // Options.Buffer
+	vals     []Value          // stack of array elements being collected
+	mems     []Member         // stack of object members being collected
 }
 
 // arenaChunk is the size of the first chunk of decoded strings.
@@ -482,7 +489,7 @@ func (p *parser) room(i int) []byte {
 		if p.arena == nil {
 			size = min(arenaChunk, size)
 		}
-		p.arena = make([]byte, 0, size)
+		p.arena = p.newArena(size)
 	}
 	l := len(p.arena)
 	return p.arena[l:l]
@@ -491,9 +498,21 @@ func (p *parser) room(i int) []byte {
 // grow moves dst, being decoded at offset i, into a buffer that can hold
 // the rest of the document's strings.
 func (p *parser) grow(dst []byte, i int) []byte {
-	b := make([]byte, len(dst), len(dst)+len(p.data)-i)
+	b := p.newArena(len(dst) + len(p.data) - i)[:len(dst)]
 	copy(b, dst)
 	return b
+}
+
+// bufferMin is the smallest arena taken from Options.Buffer.
+const bufferMin = 64 << 10
+
+// newArena returns an empty arena of capacity n: from p.alloc when it is
+// set and n is at least bufferMin, else from the heap.
+func (p *parser) newArena(n int) []byte {
+	if p.alloc != nil && n >= bufferMin {
+		return p.alloc(n)[:0:n]
+	}
+	return make([]byte, 0, n)
 }
 
 // str decodes the string whose opening quote is at q. It returns the decoded
@@ -799,7 +818,8 @@ func Unmarshal(data []byte, v any, opt Options) error {
 	if err != nil {
 		return err
 	}
-	tree, err := Parse(data, opt)
+	maxBytes, maxDepth := opt.limits()
+	tree, err := parse(data, maxBytes, maxDepth) // never into opt.Buffer
 	if err != nil {
 		return err
 	}

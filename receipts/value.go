@@ -67,6 +67,12 @@ const (
 type Options struct {
 	MaxBytes int64 // largest accepted document in bytes; 0 → DefaultMaxBytes
 	MaxDepth int   // deepest accepted nesting; 0 → DefaultMaxDepth
+
+	// Buffer, when set, returns the buffers of at least n bytes (n ≥
+	// 64 KiB) that Parse decodes a large document's strings into; the
+	// tree then shares their memory, and the caller decides how long
+	// they live. Smaller ones, and all of Unmarshal's, come from the heap.
+	Buffer func(n int) []byte
 }
 
 func (o Options) limits() (maxBytes int64, maxDepth int) {

@@ -50,7 +50,7 @@ func runCheck(ctx context.Context, c *Cmd, args []string) error {
 	var res grammar.Result
 	var doc *grammar.Document
 	if refs == nil {
-		doc, refs = grammar.LoadProjection(data, grammar.LoadOptions{})
+		doc, refs = grammar.LoadProjection(data, grammar.LoadOptions{Buffer: c.buffer})
 	}
 	if refs == nil {
 		res = grammar.Check(doc, grammar.NewParser(vocab, grammar.Options{}), *maxParents, nil)

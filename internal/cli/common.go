@@ -106,7 +106,8 @@ func (c *Cmd) load(vocabPath, planPath, keyPath, projPath string) (*inputs, []gr
 		return nil, refs, err
 	}
 	in.source = data
-	if in.doc, refs = grammar.LoadProjection(data, grammar.LoadOptions{}); refs != nil {
+	// The decoded texts live in a buffer of the command, as the file does.
+	if in.doc, refs = grammar.LoadProjection(data, grammar.LoadOptions{Buffer: c.buffer}); refs != nil {
 		return nil, refs, nil
 	}
 	return in, nil, nil
