@@ -59,8 +59,10 @@ type Input struct {
 	Limits     grammar.Limits
 
 	// Buffer, when set, returns the buffer of at least n bytes that the
-	// export is written into (Output.Export then shares its memory, and
-	// the caller decides how long it lives); when nil, the Go heap.
+	// export is written into: Output.Export then shares its memory, and
+	// the caller decides how long it lives (a text that escapes to more
+	// than its size and an eighth moves the export to the heap). When nil,
+	// the Go heap.
 	Buffer func(n int) []byte
 }
 

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -100,4 +102,58 @@ func BenchmarkPrepareSHA256Baseline(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		sha256.Sum256(data)
 	}
+}
+
+// freshProcess runs this test binary once per iteration as a new process,
+// with asEnv set to as and its standard output to a file: what a user's
+// shell does for each `cut prepare --json > bundle.json`.
+// The process starts with an empty heap, so these include what the
+// in-process benchmarks amortize: Go's start and the page faults of every
+// buffer (see docs/PERFORMANCE.md).
+func freshProcess(b *testing.B, as string, args ...string) {
+	setupPrepareBench(b)
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := append(os.Environ(), asEnv+"="+as,
+		"PRIVACYCUT_EVIDENCE_KEY="+filepath.Join(prepBench.dir, "evidence.key"),
+		"PRIVACYCUT_JOURNAL="+filepath.Join(prepBench.dir, "journal.jsonl"))
+	b.SetBytes(prepBench.size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		out, err := os.Create(filepath.Join(prepBench.dir, "stdout"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var errb bytes.Buffer
+		cmd := exec.Command(exe, args...)
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, out, &errb
+		err = cmd.Run()
+		out.Close()
+		if err != nil {
+			b.Fatalf("%s %v: %v\n%s", as, args, err, errb.Bytes())
+		}
+	}
+}
+
+func freshPrepare(b *testing.B, mode string) {
+	setupPrepareBench(b)
+	freshProcess(b, "cut", "prepare", "--vocab", prepBench.vocab, "--plan", prepBench.plan, "--verifier", mode,
+		"--json", prepBench.proj) // the bundle to a file, as `cut prepare --json … > bundle.json`
+}
+
+// BenchmarkPrepareFreshInProcess is `cut prepare` of the 64 MiB projection
+// as a new process, verifier in process.
+func BenchmarkPrepareFreshInProcess(b *testing.B) { freshPrepare(b, "inprocess") }
+
+// BenchmarkPrepareFreshPlugin is the same with the verifier plugin (the
+// default): two new processes.
+func BenchmarkPrepareFreshPlugin(b *testing.B) { freshPrepare(b, "plugin") }
+
+// BenchmarkPrepareFreshSHA256Baseline is a new process of the same binary
+// that reads the projection and hashes it.
+func BenchmarkPrepareFreshSHA256Baseline(b *testing.B) {
+	setupPrepareBench(b)
+	freshProcess(b, "sha256", prepBench.proj)
 }

@@ -2,15 +2,33 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
 	"testing"
 )
 
 // TestMain lets the test binary serve as the verifier plugin: `cut` re-executes
-// itself with the hidden argument, and in tests "itself" is this binary.
+// itself with the hidden argument, and in tests "itself" is this binary. For
+// the fresh-process benchmarks it also serves as `cut` itself, and as the
+// baseline process that reads a file and hashes it.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == pluginArg {
 		os.Exit(Main(context.Background(), os.Args))
 	}
+	switch os.Getenv(asEnv) {
+	case "cut":
+		os.Exit(Main(context.Background(), append([]string{"cut"}, os.Args[1:]...)))
+	case "sha256":
+		data, err := os.ReadFile(os.Args[1])
+		if err != nil {
+			os.Exit(1)
+		}
+		sha256.Sum256(data)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
+
+// asEnv makes the test binary run as `cut` ("cut") or as the baseline
+// ("sha256") instead of running tests.
+const asEnv = "PRIVACYCUT_TEST_AS"
