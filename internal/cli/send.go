@@ -59,8 +59,11 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 		return &verifyError{claims: p.verdict.Failed()}
 	}
 	plan := p.in.plan
-	// The gate decides on the exact bytes and target the HTTP request will use.
-	body := p.out.Export
+	// The gate decides on the exact bytes and target the HTTP request will
+	// use. They are copied out of the command's buffer first: net/http may
+	// read a request body after Do returns (crypto/tls in user space), and
+	// the buffer is unmapped when Run returns.
+	body := bytes.Clone(p.out.Export)
 	dec, err := auth.Admit(p.seal.EventID, body, plan.Target, plan.Consumer)
 	if err != nil {
 		var ee *egress.Error
