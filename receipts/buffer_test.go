@@ -1,10 +1,10 @@
 package receipts
 
 import (
+	"bytes"
 	"reflect"
 	"strings"
 	"testing"
-	"unsafe"
 )
 
 // TestParseBuffer: with Options.Buffer a large document's strings are
@@ -46,8 +46,14 @@ func TestParseBuffer(t *testing.T) {
 		if got == nil {
 			continue
 		}
+		// The long strings are in the buffers: writing them rewrites them.
+		for _, b := range bufs {
+			for i := range b {
+				b[i] = 0xFF
+			}
+		}
 		for _, s := range treeStrings(got, nil) {
-			if len(s) >= bufferMin && !inAny(s, bufs) {
+			if len(s) >= bufferMin && bytes.Count(s, []byte{0xFF}) != len(s) {
 				t.Fatalf("%.40q: a long string is not in the buffers Buffer returned", doc)
 			}
 		}
@@ -59,17 +65,6 @@ func TestParseBuffer(t *testing.T) {
 	if err := Unmarshal([]byte(`{"a":"`+long+`"}`), &v, Options{Buffer: func(int) []byte { t.Fatal("Unmarshal used Buffer"); return nil }}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func inAny(s []byte, bufs [][]byte) bool {
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-	for _, b := range bufs {
-		lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-		if p >= lo && p+uintptr(len(s)) <= lo+uintptr(len(b)) {
-			return true
-		}
-	}
-	return false
 }
 
 // treeStrings returns every string of the tree, keys and values, in

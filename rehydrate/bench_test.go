@@ -1,10 +1,11 @@
 package rehydrate
 
 import (
-	"github.com/privacycut/privacycut/receipts"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/privacycut/privacycut/receipts"
 )
 
 const benchSchemaDoc = `{"type":"object","additionalProperties":false,"required":["findings"],"properties":{
