@@ -110,6 +110,7 @@ type Client struct {
 	pc      *plugin.Client
 	checker Checker
 	kill    context.CancelFunc // ends the command's context (see command)
+	dir     string             // the plugin's private socket directory
 }
 
 // ErrStart is wrapped by the errors of Start.
@@ -268,6 +269,16 @@ func start(ctx context.Context, cmd *exec.Cmd, kill context.CancelFunc, logger h
 		kill()
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
+	// The plugin listens in a directory of its own (0700), not in the
+	// shared temporary directory, and the host removes it when the plugin
+	// has stopped: a plugin killed before it could remove its socket
+	// leaves nothing behind.
+	dir, err := os.MkdirTemp("", "privacycut-verifier-")
+	if err != nil {
+		kill()
+		return nil, fmt.Errorf("%w: socket directory: %w", ErrStart, err)
+	}
+	cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+dir)
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
@@ -313,14 +324,16 @@ func start(ctx context.Context, cmd *exec.Cmd, kill context.CancelFunc, logger h
 		kill()
 		pc.Kill()
 		<-done
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w: %w", ErrStart, ctx.Err())
 	case s := <-done:
 		if s.err != nil {
 			kill()
 			pc.Kill()
+			os.RemoveAll(dir)
 			return nil, fmt.Errorf("%w: %w", ErrStart, s.err)
 		}
-		return &Client{pc: pc, checker: s.c, kill: kill}, nil
+		return &Client{pc: pc, checker: s.c, kill: kill, dir: dir}, nil
 	}
 }
 
@@ -331,6 +344,7 @@ func (c *Client) Checker() Checker { return c.checker }
 func (c *Client) Close() error {
 	c.pc.Kill()
 	c.kill()
+	os.RemoveAll(c.dir)
 	return nil
 }
 

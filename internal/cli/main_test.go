@@ -26,7 +26,15 @@ func TestMain(m *testing.M) {
 		sha256.Sum256(data)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// The shared fixtures outlive every test that uses them: the built
+	// binaries and the 64 MiB benchmark projection.
+	for _, dir := range []string{binaries.dir, prepBench.dir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}
+	os.Exit(code)
 }
 
 // asEnv makes the test binary run as `cut` ("cut") or as the baseline
