@@ -177,7 +177,9 @@ func TestLaunchPending(t *testing.T) {
 func TestPluginDiesWithHost(t *testing.T) {
 	exe := selfExe(t)
 	host := exec.Command(exe, "-test.run=^$")
-	host.Env = append(os.Environ(), hostEnv+"=1")
+	// No Close runs in the killed host, so its plugin's socket directory
+	// is left behind: make it under the test's own directory.
+	host.Env = append(os.Environ(), hostEnv+"=1", "TMPDIR="+t.TempDir())
 	out, err := host.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
