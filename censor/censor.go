@@ -162,13 +162,13 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	var index [16]map[string]int32
 	res, owners := grammar.CheckOwners(in.Doc, parser, plan.MaxParents)
 	total := 0
-	for _, spans := range owners {
-		total += len(spans)
+	for i := range owners {
+		total += owners[i].Len()
 	}
 	refs := make([]ownerRef, 0, total)
-	for part, spans := range owners {
+	for part := range owners {
 		text := in.Doc.Parts[part].Text
-		for _, s := range spans {
+		for s := range owners[part].All() {
 			raw := text[s.Off : s.Off+s.Len]
 			m := index[s.Category]
 			if m == nil {

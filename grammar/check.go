@@ -47,10 +47,10 @@ func Check(d *Document, p *Parser, maxParents int, emit func(part int, s Span)) 
 // CheckOwners is Check returning, instead of every span, the owner spans of
 // each part (in order). Large parts are parsed on all CPUs. The spans are
 // meaningful only when the result is OK.
-func CheckOwners(d *Document, p *Parser, maxParents int) (Result, [][]Span) {
+func CheckOwners(d *Document, p *Parser, maxParents int) (Result, []OwnerSpans) {
 	res := Result{Parts: len(d.Parts), Label: Join(d.Parts)}
 	res.Refusals = CheckLineage(d.Parts, maxParents)
-	owners := make([][]Span, len(d.Parts))
+	owners := make([]OwnerSpans, len(d.Parts))
 	for i := range d.Parts {
 		part := &d.Parts[i]
 		spans, st, refs := p.Owners(part.Text)

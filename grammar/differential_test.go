@@ -3,6 +3,7 @@ package grammar
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,8 +83,9 @@ func checkReference(t *testing.T, d diffParser, text []byte) {
 			cmp.Diff(wantSt, st), cmp.Diff(wantRefs, refs))
 	}
 	wantSt, wantOwners, wantRefs := refParse(d.p, d.rv, text, spansOwners)
-	owners, st, refs := d.p.Owners(text)
-	if !cmp.Equal(st, wantSt) || !cmp.Equal(refs, wantRefs) || !cmp.Equal(owners, wantOwners) {
+	ownerSpans, st, refs := d.p.Owners(text)
+	owners := slices.Collect(ownerSpans.All())
+	if !cmp.Equal(st, wantSt) || !cmp.Equal(refs, wantRefs) || !cmp.Equal(owners, wantOwners) || ownerSpans.Len() != len(owners) {
 		t.Fatalf("Owners differs from the reference on %q:\nstats %s\nrefusals %s\nspans %s", text,
 			cmp.Diff(wantSt, st), cmp.Diff(wantRefs, refs), cmp.Diff(wantOwners, owners))
 	}

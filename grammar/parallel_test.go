@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,7 +36,8 @@ func TestParallelMatchesSequential(t *testing.T) {
 	var wantRefs []Refusal
 	wantSt := seq.run(0, len(text), 0, func(s []Span) { wantSpans = append(wantSpans, s...) }, &wantRefs)
 
-	gotSt, gotSpans, gotRefs := p.parallel([]byte(text), spansOwners)
+	gotSt, gotOwners, gotRefs := p.parallel([]byte(text), spansOwners)
+	gotSpans := slices.Collect(gotOwners.All())
 	if diff := cmp.Diff(wantSt, gotSt); diff != "" {
 		t.Errorf("stats (-seq +par):\n%s", diff)
 	}
@@ -51,9 +53,20 @@ func TestParallelMatchesSequential(t *testing.T) {
 		t.Fatalf("%d refusals, %d spans", len(wantRefs), len(wantSpans))
 	}
 	// Owners and Parse agree with the one-pass parse too.
-	spans, st, refs := p.Owners([]byte(text))
-	if !cmp.Equal(spans, wantSpans) || !cmp.Equal(st, wantSt) || !cmp.Equal(refs, wantRefs) {
+	owners, st, refs := p.Owners([]byte(text))
+	if spans := slices.Collect(owners.All()); owners.Len() != len(spans) || !cmp.Equal(spans, wantSpans) || !cmp.Equal(st, wantSt) || !cmp.Equal(refs, wantRefs) {
 		t.Error("Owners differs from the sequential parse")
+	}
+	// A loop may stop early: All then yields no more (the runtime panics if
+	// an iterator goes on after its loop has ended).
+	n := 0
+	for range owners.All() {
+		if n++; n == spanChunk+1 {
+			break
+		}
+	}
+	if n != spanChunk+1 {
+		t.Errorf("stopped after %d spans", n)
 	}
 }
 
