@@ -327,12 +327,13 @@ type Inner struct {
 
 type marshalDoc struct {
 	Inner
-	Name     string    `json:"name"`
-	Empty    string    `json:"empty,omitempty"`
-	Zero     time.Time `json:"zero,omitzero"`
-	When     time.Time `json:"when"`
-	Skip     string    `json:"-"`
-	Dash     string    `json:"-,"`
+	Name  string    `json:"name"`
+	Empty string    `json:"empty,omitempty"`
+	Zero  time.Time `json:"zero,omitzero"`
+	When  time.Time `json:"when"`
+	Skip  string    `json:"-"`
+	//lint:ignore SA5008 the tag names the field "-", as encoding/json reads it
+	Dash     string `json:"-,"`
 	Untagged bool
 	Shared   string            `json:"shared"` // dominates Inner.Shared
 	Bytes    []byte            `json:"bytes"`
@@ -366,7 +367,7 @@ func TestMarshal(t *testing.T) {
 		Untagged: true,
 		Shared:   "outer",
 		Bytes:    []byte("text\n"),
-		Nums:     []float64{0.1, 1e21, -0.0, 1e-7},
+		Nums:     []float64{0.1, 1e21, negZero, 1e-7},
 		Ints:     []int64{MaxSafeInteger, -MaxSafeInteger},
 		Map:      map[string]int{"\uff61": 1, "\U0001F600": 2, "a": 3},
 		Any:      map[string]any{"k": []any{json.Number("1.0"), nil, "s"}},
@@ -572,7 +573,7 @@ func TestMarshalTopLevel(t *testing.T) {
 		{Value{}, "null"},
 		{true, "true"},
 		{uint8(255), "255"},
-		{-0.0, "0"},
+		{negZero, "0"},
 	}
 	for _, tt := range tests {
 		got, err := Marshal(tt.v)
@@ -690,3 +691,7 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// negZero is IEEE negative zero. The literal -0.0 is a constant expression
+// and equals +0 in Go, so it cannot stand for it.
+var negZero = math.Copysign(0, -1)

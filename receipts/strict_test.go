@@ -181,7 +181,9 @@ type withEmbedded struct {
 	Shadow string `json:"shadow"`
 	Plain  int
 	Skip   string `json:"-"`
-	Dash   string `json:"-,"`
+	//lint:ignore SA5008 the tag names the field "-", as encoding/json reads it
+	Dash string `json:"-,"`
+	//lint:ignore U1000 an unexported field, which decoding must leave alone
 	hidden string
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,10 +139,8 @@ func firstHit(hits []hit) string {
 // builds carry theirs (the check can fail).
 func TestTestHooksOnlyInTestBuilds(t *testing.T) {
 	t.Parallel()
-	crashMarks := []string{"VAULTD_CRASHPOINT", "VAULTD_TEST_ARENA_FALLBACK", "VAULTD_TEST_CLOCK_OFFSET"}
-	for _, p := range append(append(append([]string{}, transitionPoints...), rotationPoints...), keyFilePoints...) {
-		crashMarks = append(crashMarks, p)
-	}
+	crashMarks := slices.Concat([]string{"VAULTD_CRASHPOINT", "VAULTD_TEST_ARENA_FALLBACK", "VAULTD_TEST_CLOCK_OFFSET"},
+		transitionPoints, rotationPoints, keyFilePoints)
 	faultMarks := []string{"VAULTD_FAULT", "recovery-keeps-keys", "log-values", "profile-without-arena"}
 	diagMarks := []string{"diagnostic build (diagdump)"}
 	read := func(p string) []byte {
