@@ -109,7 +109,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 	}
 	c.name = "cut " + cmd.name
 	err := cmd.run(ctx, c, args[1:])
-	return c.exit(err)
+	return c.exit(ctx, err)
 }
 
 func (c *Cmd) usage() {
@@ -153,7 +153,7 @@ func (e *verifyError) Error() string {
 	return "verification failed: " + strings.Join(e.claims, ", ")
 }
 
-func (c *Cmd) exit(err error) int {
+func (c *Cmd) exit(ctx context.Context, err error) int {
 	if err == nil {
 		return ExitOK
 	}
@@ -171,6 +171,11 @@ func (c *Cmd) exit(err error) int {
 	case errors.As(err, &ve):
 		c.errorf("%s: %s", c.name, ve.Error())
 		return ExitVerifyNo
+	}
+	if ctx.Err() != nil {
+		// Whatever failed after the command was canceled failed for that.
+		c.errorf("%s: interrupted", c.name)
+		return ExitError
 	}
 	c.errorf("%s: %v", c.name, err)
 	return ExitError

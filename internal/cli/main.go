@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/verifier"
@@ -23,6 +25,16 @@ func Main(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "cut: error: %v\n", err)
 		return ExitError
 	}
+	// An interrupt or a termination cancels the command, which then stops
+	// its verifier plugin, revokes a vault lease it was granted but did not
+	// bind, and unmaps its buffers before it exits (ExitError, "interrupted").
+	// A second signal ends the process at once.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	env := OSEnv()
 	if len(args) > 0 {
 		env.Args0 = args[0]

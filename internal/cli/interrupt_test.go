@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/privacycut/privacycut/internal/gen"
+)
+
+// TestInterrupt: `cut prepare` stopped by SIGINT or SIGTERM while it works
+// exits ExitError saying it was interrupted, prints no bundle, and has
+// stopped its verifier plugin and removed the plugin's socket directory
+// before it exits: nothing is left in its TMPDIR. Nothing of the input is
+// printed.
+func TestInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs cut on a 16 MiB projection")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gv := gen.NewVocab()
+	vocab, proj, plan := filepath.Join(dir, "vocab.json"), filepath.Join(dir, "proj.json"), filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(vocab, gv.JSON(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(proj, gen.Projection(gv.Records(gen.Options{Seed: 3, Size: 16 << 20})), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := benchEnv(dir)
+	var errb bytes.Buffer
+	env.Stderr = &errb
+	if code := Run(context.Background(), []string{"plan", "init", "--vocab", vocab, "--consumer", "model:m",
+		"--purpose", "p", "--target", "https://m.example/", "-o", plan, proj}, env); code != ExitOK {
+		t.Fatalf("plan init: exit %d: %s", code, errb.Bytes())
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			tmp := t.TempDir()
+			cmd := exec.Command(exe, "prepare", "--vocab", vocab, "--plan", plan, "--json", proj)
+			cmd.Env = append(os.Environ(), asEnv+"=cut", "TMPDIR="+tmp,
+				"PRIVACYCUT_EVIDENCE_KEY="+filepath.Join(dir, "evidence.key"),
+				"PRIVACYCUT_JOURNAL="+filepath.Join(dir, "journal.jsonl"))
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			// The verifier plugin is being started once its socket
+			// directory exists; the prepare of 16 MiB takes far longer.
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+				if m, _ := filepath.Glob(filepath.Join(tmp, "privacycut-verifier-*")); len(m) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("no verifier plugin started")
+				}
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != ExitError {
+				t.Fatalf("exit %d (%v), want %d\n%s", code, cmd.ProcessState, ExitError, errb.Bytes())
+			}
+			if !strings.Contains(errb.String(), "cut prepare: interrupted") {
+				t.Errorf("stderr does not say the command was interrupted:\n%s", errb.Bytes())
+			}
+			if out.Len() != 0 {
+				t.Errorf("an interrupted prepare printed %d bytes", out.Len())
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("left in TMPDIR: %v", left)
+			}
+			if strings.Contains(errb.String(), "corp.example") {
+				t.Errorf("stderr holds input:\n%s", errb.Bytes())
+			}
+		})
+	}
+}
