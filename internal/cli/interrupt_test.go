@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/internal/gen"
+	"github.com/privacycut/privacycut/lease"
 )
 
 // TestInterrupt: `cut prepare` stopped by SIGINT or SIGTERM while it works
@@ -84,6 +85,84 @@ func TestInterrupt(t *testing.T) {
 			}
 			if strings.Contains(errb.String(), "corp.example") {
 				t.Errorf("stderr holds input:\n%s", errb.Bytes())
+			}
+		})
+	}
+}
+
+// TestReversibleCutCanceledRevokesLease: a reversible prepare canceled after
+// the vault granted its lease, and before the lease was bound to the sealed
+// cut, exits ExitError and leaves the lease REVOKED, not ACTIVE: with the
+// verifier in process the cut goes on to the bind, which the cancellation
+// fails; with the plugin the verification fails first.
+func TestReversibleCutCanceledRevokesLease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cuts an 8 MiB projection")
+	}
+	f := newVaultFixture(t)
+	gv := gen.NewVocab()
+	vocab, proj, plan := filepath.Join(f.dir, "gvocab.json"), filepath.Join(f.dir, "gproj.json"), filepath.Join(f.dir, "gplan.json")
+	if err := os.WriteFile(vocab, gv.JSON(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(proj, gen.Projection(gv.Records(gen.Options{Seed: 5, Size: 8 << 20, Distinct: 300})), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := filepath.Abs("../../examples/schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errb := f.run(t, "plan", "init", "--vocab", vocab, "--consumer", "model:m", "--purpose", "p",
+		"--target", "https://m.example/", "--mode", "reversible", "--schema", schema, "--station", "station-a", "--return-window", "30m", "-o", plan, proj); code != ExitOK {
+		t.Fatalf("plan init: exit %d: %s", code, errb)
+	}
+	seen := map[string]bool{}
+	for _, mode := range []string{"inprocess", "plugin"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// Cancel as soon as the vault has granted a new lease: the cut
+			// of 8 MiB and its verification take far longer.
+			granted, done := make(chan string, 1), make(chan struct{})
+			go func() {
+				defer cancel()
+				for ; ; time.Sleep(time.Millisecond) {
+					select {
+					case <-done:
+						granted <- ""
+						return
+					default:
+					}
+					infos, err := f.c.List(context.Background())
+					if err != nil {
+						continue
+					}
+					for _, in := range infos {
+						if !seen[in.Lease.ID] {
+							granted <- in.Lease.ID
+							return
+						}
+					}
+				}
+			}()
+			var out, errb bytes.Buffer
+			code := Run(ctx, []string{"prepare", "--vocab", vocab, "--plan", plan, "--verifier", mode, "--vault", f.sock, "--json", proj},
+				Env{Stdout: &out, Stderr: &errb, Getenv: f.getenv})
+			close(done)
+			id := <-granted
+			if id == "" {
+				t.Fatalf("no lease granted; exit %d\n%s", code, errb.Bytes())
+			}
+			seen[id] = true
+			if code != ExitError || !strings.Contains(errb.String(), "cut prepare: interrupted") {
+				t.Fatalf("exit %d, want %d (interrupted)\n%s", code, ExitError, errb.Bytes())
+			}
+			info, err := f.c.Show(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Lease.State != lease.Revoked {
+				t.Fatalf("lease %s after a canceled cut, want %s", info.Lease.State, lease.Revoked)
 			}
 		})
 	}

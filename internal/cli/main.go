@@ -26,8 +26,9 @@ func Main(ctx context.Context, args []string) int {
 		return ExitError
 	}
 	// An interrupt or a termination cancels the command, which then stops
-	// its verifier plugin, revokes a vault lease it was granted but did not
-	// bind, and unmaps its buffers before it exits (ExitError, "interrupted").
+	// its verifier plugin, revokes a vault lease it was granted for a cut
+	// that did not complete, and unmaps its buffers before it exits
+	// (ExitError, "interrupted").
 	// A second signal ends the process at once.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -48,7 +48,14 @@ func (v *vaultSource) Issue(ctx context.Context, sourceDigest string, pairs []ce
 	}
 	req := v.req
 	req.SourceDigest, req.Values = sourceDigest, sealed
-	res, err := v.client.CreateLease(ctx, req)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The grant itself is not canceled: canceled halfway, the vault could
+	// commit a lease whose id the reply never brings back, and a lease is
+	// revoked by its id. A command canceled meanwhile learns the id here and
+	// revokes the lease when its cut fails.
+	res, err := v.client.CreateLease(context.WithoutCancel(ctx), req)
 	if err != nil {
 		return nil, err
 	}
@@ -90,17 +97,26 @@ func (c *Cmd) reversibleSource(ctx context.Context, f *prepareFlags, in *inputs)
 		RemoteDeadlineS: uint64(plan.RemoteDeadlineS), ReturnWindowS: uint64(plan.ReturnWindowS),
 		Lifetime: time.Duration(plan.RemoteDeadlineS+plan.ReturnWindowS) * time.Second,
 	}}
+	// revoke revokes the lease granted for this cut, if any, even when the
+	// command has been canceled: a lease that is not bound to a sealed cut
+	// can never be claimed, and would only keep its values until it expires.
+	revoke := func() {
+		if src.lease != "" {
+			if _, err := cl.Revoke(context.WithoutCancel(ctx), src.lease); err != nil {
+				c.errorf("%s: revoking the unused lease: %v", c.name, err)
+			}
+		}
+	}
 	bind := func(p *prepared) error {
 		defer cl.Close()
 		if p == nil {
-			if src.lease != "" {
-				if _, err := cl.Revoke(context.WithoutCancel(ctx), src.lease); err != nil {
-					c.errorf("%s: revoking the unused lease: %v", c.name, err)
-				}
-			}
+			revoke()
 			return nil
 		}
 		if err := cl.Bind(ctx, src.lease, p.seal.EventID, p.out.CandidateDigest, p.out.ExportDigest, p.out.Export); err != nil {
+			// The cut fails; whether or not the vault bound the lease
+			// before the error, no one will send this export.
+			revoke()
 			return c.vaultError(f.asJSON, err)
 		}
 		return nil
