@@ -3,15 +3,22 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/privacycut/privacycut/internal/gen"
+	"github.com/privacycut/privacycut/internal/standin"
 	"github.com/privacycut/privacycut/lease"
 )
 
@@ -166,4 +173,185 @@ func TestReversibleCutCanceledRevokesLease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRehydrationNotAbandoned: a `cut send --schema` canceled while the
+// vault rehydrates its answer still receives the result once the vault has
+// consumed the lease (which destroys its key): the command completes and
+// prints it. A proxy between cut and the vault holds the vault's replies
+// from the rehydration request on (the first large request after the model
+// answered), the test cancels once the lease is CONSUMED, and the proxy then
+// lets the reply through.
+func TestRehydrationNotAbandoned(t *testing.T) {
+	f := newVaultFixture(t)
+	proxy := newHoldProxy(t, f.sock, filepath.Join(f.dir, "run", "proxy.sock"))
+	answered := make(chan struct{})
+	var once sync.Once
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The next large request to the vault is the rehydration.
+		proxy.holdAfter(1 << 10)
+		once.Do(func() { close(answered) })
+		standin.Handler().ServeHTTP(w, r)
+	}))
+	defer model.Close()
+	schema, err := filepath.Abs("../../examples/schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj := f.write(t, "p.json", projection(
+		"finding GO-2022-1059 golang.org/x/text@v0.3.7 affected fixed=v0.3.8 https://go.dev/issue/56152 owner.module=\""+canary+"\" owner.team=\""+canary+"-team\"\n"))
+	plan := filepath.Join(f.dir, "plan.json")
+	if code, _, errb := f.run(t, "plan", "init", "--vocab", f.vocab, "--consumer", "model:m", "--purpose", "dependency-triage",
+		"--target", model.URL+"/v1/honest", "--mode", "reversible", "--schema", schema, "--station", "station-a",
+		"--return-window", "30m", "-o", plan, proj); code != ExitOK {
+		t.Fatalf("plan init: exit %d: %s", code, errb)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watched := make(chan error, 1)
+	go func() {
+		watched <- func() error {
+			select {
+			case <-answered:
+			case <-time.After(30 * time.Second):
+				return errors.New("the model was never asked")
+			}
+			// Cancel once the lease is consumed, its reply held; then let
+			// the reply through.
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+				infos, _ := f.c.List(context.Background())
+				if len(infos) == 1 && infos[0].Lease.State == lease.Consumed {
+					break
+				}
+				if time.Now().After(deadline) {
+					return errors.New("the lease was never consumed")
+				}
+			}
+			cancel()
+			time.Sleep(100 * time.Millisecond)
+			proxy.release()
+			return nil
+		}()
+	}()
+	var out, errb bytes.Buffer
+	code := Run(ctx, []string{"send", "--vocab", f.vocab, "--plan", plan, "--verifier", "inprocess", "--vault", proxy.path,
+		"--schema", schema, "--quarantine", filepath.Join(f.dir, "answer.json"), "--json", proj},
+		Env{Stdout: &out, Stderr: &errb, Getenv: f.getenv})
+	proxy.release()
+	if err := <-watched; err != nil {
+		t.Fatalf("%v; exit %d\n%s", err, code, errb.Bytes())
+	}
+	if ctx.Err() == nil {
+		t.Fatal("the command was not canceled")
+	}
+	if code != ExitOK {
+		t.Fatalf("exit %d: the lease was consumed and the answer lost\n%s", code, errb.Bytes())
+	}
+	var res struct {
+		Rehydrated *struct {
+			Result json.RawMessage `json:"result"`
+			State  string          `json:"state"`
+		} `json:"rehydrated"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Rehydrated == nil || res.Rehydrated.State != "CONSUMED" ||
+		!bytes.Contains(res.Rehydrated.Result, []byte(`"owner_module":"`+canary+`"`)) {
+		t.Fatalf("no rehydrated answer: %v\n%s", err, out.Bytes())
+	}
+}
+
+// holdProxy forwards unix socket connections to a target. Once armed with
+// holdAfter(n), the first read of at least n bytes from a client makes it
+// hold everything the target sends back, until release.
+type holdProxy struct {
+	path    string
+	mu      sync.Mutex
+	cond    *sync.Cond
+	armed   int // hold after a client read of at least this many bytes; 0: not armed
+	holding bool
+}
+
+func newHoldProxy(t *testing.T, target, path string) *holdProxy {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &holdProxy{path: path}
+	p.cond = sync.NewCond(&p.mu)
+	var conns sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		p.release()
+		conns.Wait()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("unix", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			conns.Add(2)
+			go func() {
+				defer conns.Done()
+				defer s.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						p.mu.Lock()
+						if p.armed > 0 && n >= p.armed {
+							p.armed, p.holding = 0, true
+						}
+						p.mu.Unlock()
+						if _, werr := s.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+			go func() {
+				defer conns.Done()
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						p.mu.Lock()
+						for p.holding {
+							p.cond.Wait()
+						}
+						p.mu.Unlock()
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+func (p *holdProxy) holdAfter(n int) {
+	p.mu.Lock()
+	p.armed = n
+	p.mu.Unlock()
+}
+
+func (p *holdProxy) release() {
+	p.mu.Lock()
+	p.holding = false
+	p.cond.Broadcast()
+	p.mu.Unlock()
 }

@@ -119,7 +119,14 @@ func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseReco
 	if err != nil {
 		return nil, c.vaultError(asJSON, err)
 	}
-	res, err := cl.Rehydrate(ctx, service.RehydrateRequest{
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The rehydration is not canceled halfway: the vault consumes the lease
+	// and destroys its key before it replies, so a reply abandoned after
+	// that would lose the only rehydrated answer. (The vault itself stops
+	// before consuming when nobody waits for the result.)
+	res, err := cl.Rehydrate(context.WithoutCancel(ctx), service.RehydrateRequest{
 		Lease:            rec.Lease,
 		Claim:            service.ClaimRequest{Run: rec.Run, Attempt: rec.Attempt, Station: rec.Station, ReturnDigest: receipts.SHA256(ret)},
 		Schema:           schema,
