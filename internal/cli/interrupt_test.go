@@ -120,7 +120,8 @@ func TestReversibleCutCanceledRevokesLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code, _, errb := f.run(t, "plan", "init", "--vocab", vocab, "--consumer", "model:m", "--purpose", "p",
-		"--target", "https://m.example/", "--mode", "reversible", "--schema", schema, "--station", "station-a", "--return-window", "30m", "-o", plan, proj); code != ExitOK {
+		"--target", "https://m.example/", "--mode", "reversible", "--schema", schema, "--station", "station-a",
+		"--return-window", "30m", "-o", plan, proj); code != ExitOK {
 		t.Fatalf("plan init: exit %d: %s", code, errb)
 	}
 	seen := map[string]bool{}
@@ -257,6 +258,7 @@ func TestRehydrationNotAbandoned(t *testing.T) {
 		!bytes.Contains(res.Rehydrated.Result, []byte(`"owner_module":"`+canary+`"`)) {
 		t.Fatalf("no rehydrated answer: %v\n%s", err, out.Bytes())
 	}
+	assertNoCanary(t, "stderr", errb.Bytes())
 }
 
 // holdProxy forwards unix socket connections to a target. Once armed with
