@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -139,10 +140,24 @@ func (c *Cmd) verify(ctx context.Context, mode string, req verifier.Request) (re
 	return c.runVerifier(ctx, p, req)
 }
 
+// pluginVerifier is a launched verifier plugin. Its Close tells the logger
+// first: go-plugin reports a plugin stopped by force (a start cut short by a
+// refusal, say) as a failure, which here is only the command ending.
+type pluginVerifier struct {
+	*verifier.Pending
+	stopping *atomic.Bool
+}
+
+// Close stops the plugin, quietly.
+func (v *pluginVerifier) Close() error {
+	v.stopping.Store(true)
+	return v.Pending.Close()
+}
+
 // launchVerifier starts the verifier plugin for mode "plugin" (the
 // default), this executable re-executed, to be given its request by
 // runVerifier; it returns nil for "inprocess". The caller closes it.
-func (c *Cmd) launchVerifier(ctx context.Context, mode string) (*verifier.Pending, error) {
+func (c *Cmd) launchVerifier(ctx context.Context, mode string) (*pluginVerifier, error) {
 	switch mode {
 	case "inprocess":
 		return nil, nil
@@ -157,16 +172,18 @@ func (c *Cmd) launchVerifier(ctx context.Context, mode string) (*verifier.Pendin
 			return nil, err
 		}
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "verifier", Output: c.Stderr, Level: hclog.Warn})
+	stopping := new(atomic.Bool)
+	logger := hclog.New(&hclog.LoggerOptions{Name: "verifier", Output: c.Stderr, Level: hclog.Warn,
+		Exclude: func(hclog.Level, string, ...any) bool { return stopping.Load() }})
 	p, err := verifier.Launch(ctx, exe, []string{pluginArg}, nil, logger)
 	if err != nil {
 		return nil, fmt.Errorf("verifier plugin: %w", err)
 	}
-	return p, nil
+	return &pluginVerifier{Pending: p, stopping: stopping}, nil
 }
 
 // runVerifier verifies req in the plugin p, or in this process if p is nil.
-func (c *Cmd) runVerifier(ctx context.Context, p *verifier.Pending, req verifier.Request) (receipts.Verification, error) {
+func (c *Cmd) runVerifier(ctx context.Context, p *pluginVerifier, req verifier.Request) (receipts.Verification, error) {
 	if p == nil {
 		return verifier.Verify(req), nil
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -111,6 +112,41 @@ func TestPrepareRefusals(t *testing.T) {
 	code, out, _ = e2.run(t, "prepare", "--vocab", e2.vocab, "--plan", plan2, "--verifier", "inprocess", "--json", proj2)
 	if code != ExitRefused || !bytes.Contains(out, []byte(`"code":"PLAN_MISMATCH"`)) {
 		t.Fatalf("expired plan: exit %d\n%s", code, out)
+	}
+}
+
+// TestRefusalWithPluginIsQuiet: `cut prepare`, refused while its verifier
+// plugin is still starting, stops the plugin without go-plugin's warnings
+// about a plugin killed (which here is only the command ending): stderr
+// holds the refusal and nothing else. cut runs as a new process, as a
+// reviewer runs it.
+func TestRefusalWithPluginIsQuiet(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example vocabulary takes a moment to load: the refusal comes while
+	// the plugin is being started, not before it is.
+	vocab, err := filepath.Abs("../../examples/vocabulary.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
+	for range 3 {
+		cmd := exec.Command(exe, "prepare", "--vocab", vocab, "--plan", plan, "--json", proj)
+		cmd.Env = append(os.Environ(), asEnv+"=cut", "TMPDIR="+t.TempDir(), "HOME="+e.dir,
+			"PRIVACYCUT_EVIDENCE_KEY="+filepath.Join(e.dir, "evidence.key"), "PRIVACYCUT_JOURNAL="+e.journal)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != ExitRefused || !bytes.Contains(out.Bytes(), []byte(`"code":"PLAN_MISMATCH"`)) {
+			t.Fatalf("exit %d\n%s\n%s", code, out.Bytes(), errb.Bytes())
+		}
+		for _, line := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+			if line != "" && !strings.HasPrefix(line, "cut: ") {
+				t.Fatalf("stderr holds more than the refusal:\n%s", errb.Bytes())
+			}
+		}
 	}
 }
 
