@@ -2,6 +2,7 @@ package service
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -311,6 +312,45 @@ func TestCreateRefusals(t *testing.T) {
 	if infos, _ := v.List(ctx); len(infos) != 0 {
 		t.Errorf("refused grants stored %d leases", len(infos))
 	}
+}
+
+// laterCanceled is a context that is live for its first n calls of Err and
+// canceled after: a caller that goes away while its request is served.
+type laterCanceled struct {
+	context.Context
+	n atomic.Int32
+}
+
+func (c *laterCanceled) Err() error {
+	if c.n.Add(-1) >= 0 {
+		return nil
+	}
+	return context.Canceled
+}
+
+// TestCreateAbandoned: a grant whose caller has gone away by the time the
+// map is sealed is not committed (no lease, no wrapped key, the arena as
+// before), and the vault still grants the next one.
+func TestCreateAbandoned(t *testing.T) {
+	v := newEnv(t).open(t)
+	ps, _ := pairsOf("gone", 3)
+	base := v.arena.Used()
+	lc := &laterCanceled{Context: ctx}
+	lc.n.Store(1) // the check on entry passes
+	_, err := v.CreateLease(lc, principal, request(t, v, ps))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("CreateLease: %v, want context.Canceled", err)
+	}
+	if infos, _ := v.List(ctx); len(infos) != 0 {
+		t.Fatalf("an abandoned grant stored %d leases", len(infos))
+	}
+	if w, err := v.keys.Wrapped(); err != nil || len(w) != 0 {
+		t.Errorf("an abandoned grant left wrapped keys %v (%v)", w, err)
+	}
+	if v.arena.Used() != base {
+		t.Errorf("an abandoned grant left %d bytes in the arena", v.arena.Used()-base)
+	}
+	grant(t, v, ps)
 }
 
 // TestProfileGate: with the profile not accepted every reversible request

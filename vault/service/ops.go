@@ -147,6 +147,12 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 	if err != nil {
 		return CreateResult{}, v.fail(op, err)
 	}
+	if err := ctx.Err(); err != nil {
+		// Nobody waits for the grant (the caller went away): a lease whose
+		// id never reaches the caller can be neither bound nor revoked by
+		// it, so none is committed.
+		return CreateResult{}, &Error{Op: op, Err: err}
+	}
 	if err := v.keys.Wrap(l.ID, dek); err != nil {
 		return CreateResult{}, v.fail(op, err)
 	}
