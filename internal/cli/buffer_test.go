@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,4 +65,53 @@ func TestRunReleasesBuffers(t *testing.T) {
 	if bigbuf.Live() != before {
 		t.Fatalf("%d buffers still mapped after Run, want %d", bigbuf.Live(), before)
 	}
+}
+
+// TestRunStopsItsPlugin: the verifier plugin of a prepare is stopped while
+// the bundle is written, and Run returns only once it has stopped and been
+// waited for: no child process is left, after a pass and after a refusal.
+func TestRunStopsItsPlugin(t *testing.T) {
+	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
+	before := liveChildren(t)
+	if code, _, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, proj); code != ExitOK {
+		t.Fatalf("prepare: exit %d: %s", code, errb)
+	}
+	if got := liveChildren(t); got != before {
+		t.Fatalf("%d child processes after prepare, want %d", got, before)
+	}
+	e.write(t, "p.json", projection(strings.Replace(okRecord, "affected", "exploited", 1)))
+	if code, _, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, proj); code != ExitRefused {
+		t.Fatalf("refused prepare: exit %d: %s", code, errb)
+	}
+	if got := liveChildren(t); got != before {
+		t.Fatalf("%d child processes after a refused prepare, want %d", got, before)
+	}
+}
+
+// liveChildren counts this process's children, zombies included: a
+// stopped plugin is a zombie until go-plugin has waited for it, which its
+// stop does before it returns.
+func liveChildren(t *testing.T) int {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 2 && f[1] == strconv.Itoa(os.Getpid()) {
+			n++
+		}
+	}
+	return n
 }

@@ -61,8 +61,9 @@ func register(c *command) { commands[c.name] = c }
 // Cmd is one invocation of cut.
 type Cmd struct {
 	Env
-	name  string   // "cut check", for messages
-	frees []func() // of the buffers from c.buffer, called when Run returns
+	name    string          // "cut check", for messages
+	frees   []func()        // of the buffers from c.buffer, called when Run returns
+	stopped []chan struct{} // closed when a plugin stopped by stopLater has stopped
 }
 
 // buffer returns a zeroed buffer of n bytes that stays valid until Run
@@ -74,10 +75,29 @@ func (c *Cmd) buffer(n int) []byte {
 	return b
 }
 
-// release frees the buffers from c.buffer. Nothing of the command may
-// read them after: every command has finished with its inputs, and waited
-// for the goroutines that read them, before it returns.
+// stopLater stops the verifier plugin v on another goroutine, while the
+// command goes on (sealing, writing the bundle, sending); Run waits for it
+// to have stopped before it returns, so that no plugin outlives the command.
+// The plugin holds nothing of the command's buffers: its inputs are its own
+// copy, in the sealed memfd.
+func (c *Cmd) stopLater(v *pluginVerifier) {
+	done := make(chan struct{})
+	c.stopped = append(c.stopped, done)
+	go func() {
+		defer close(done)
+		v.Close()
+	}()
+}
+
+// release waits for the plugins stopLater is stopping, then frees the
+// buffers from c.buffer. Nothing of the command may read the buffers after:
+// every command has finished with its inputs, and waited for the goroutines
+// that read them, before it returns.
 func (c *Cmd) release() {
+	for _, done := range c.stopped {
+		<-done
+	}
+	c.stopped = nil
 	for _, free := range c.frees {
 		free()
 	}

@@ -99,7 +99,7 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 		return nil, err
 	}
 	if vp != nil {
-		defer vp.Close()
+		defer c.stopLater(vp)
 	}
 	in, refs, err := c.load(f.vocab, f.plan, f.key, proj)
 	if err != nil {
