@@ -180,11 +180,16 @@ func (d *demo) cut(ctx context.Context, mode string, attempt int, verifierMode s
 	if err != nil {
 		return nil, nil, dec, fmt.Errorf("admit: %w", err)
 	}
+	qf, err := openQuarantine(filepath.Join(d.dir, "quarantine", mode+".json"))
+	if err != nil {
+		return nil, nil, dec, err
+	}
+	defer qf.abort()
 	status, answer, err := post(ctx, p.in.plan.Target, p.out.Export, time.Minute)
 	if err != nil || status != http.StatusOK {
 		return nil, nil, dec, fmt.Errorf("post: HTTP %d %v", status, err)
 	}
-	if err := writeQuarantine(filepath.Join(d.dir, "quarantine", mode+".json"), answer); err != nil {
+	if err := qf.commit(answer); err != nil {
 		return nil, nil, dec, err
 	}
 	return p, answer, dec, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
@@ -95,4 +96,57 @@ func loadVocabulary(path string) (*grammar.Vocabulary, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// privateFile is an output file written in full or not at all, readable by
+// its owner only. It is created (0600, as a temporary file next to its path)
+// before the work whose result it will hold, so that a path that cannot be
+// written fails before that work (a rehydration consumes its lease: its
+// answer could not be asked for again). commit renames it over the path:
+// no reader sees it part-written, and a file or symbolic link already at
+// the path is replaced, never written through with its own mode.
+type privateFile struct {
+	f         *os.File
+	path      string
+	committed bool
+}
+
+func createPrivate(path string) (*privateFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &privateFile{f: f, path: path}, nil
+}
+
+// commit writes data, syncs it and renames the file over its path.
+func (p *privateFile) commit(data []byte) error {
+	_, err := p.f.Write(data)
+	if err == nil {
+		err = p.f.Sync()
+	}
+	if cerr := p.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(p.f.Name(), p.path)
+	}
+	if err != nil {
+		os.Remove(p.f.Name())
+	}
+	p.committed = true // or removed: abort has nothing left to do
+	return err
+}
+
+// abort removes the file unless it was committed.
+func (p *privateFile) abort() {
+	if !p.committed {
+		p.f.Close()
+		os.Remove(p.f.Name())
+	}
 }

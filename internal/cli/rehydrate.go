@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/privacycut/privacycut/grammar"
@@ -68,6 +67,15 @@ func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The output file exists before the vault consumes the lease: once it
+	// has, the answer cannot be asked for again.
+	var pf *privateFile
+	if *out != "" {
+		if pf, err = createPrivate(*out); err != nil {
+			return fmt.Errorf("output file: %w", err)
+		}
+		defer pf.abort()
+	}
 	cl, err := c.dialVault(*vault)
 	if err != nil {
 		return err
@@ -77,7 +85,7 @@ func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.printRehydrated(doc, *asJSON, *out)
+	return c.printRehydrated(doc, *asJSON, pf)
 }
 
 // dialVault connects to the vault named by --vault or $PRIVACYCUT_VAULT.
@@ -172,23 +180,28 @@ func (c *Cmd) rehydrateRefusal(asJSON bool, err error) error {
 	return &refusedError{1}
 }
 
-func (c *Cmd) printRehydrated(doc *rehydratedDoc, asJSON bool, out string) error {
-	if out != "" {
-		if err := os.WriteFile(out, append(append([]byte{}, doc.Result...), '\n'), 0o600); err != nil {
-			return err
+// printRehydrated prints the rehydrated answer, or writes it to out (nil:
+// stdout) and prints the rest.
+func (c *Cmd) printRehydrated(doc *rehydratedDoc, asJSON bool, out *privateFile) error {
+	if out != nil {
+		if err := out.commit(append(append([]byte{}, doc.Result...), '\n')); err != nil {
+			// The lease is consumed: the answer goes to stdout rather
+			// than nowhere.
+			c.errorf("%s: writing %s: %v; the answer follows on stdout", c.name, out.path, err)
+			out = nil
 		}
 	}
 	if asJSON {
 		d := *doc
-		if out != "" {
+		if out != nil {
 			d.Result = json.RawMessage("null")
 		}
 		return c.printJSON(d)
 	}
-	if out == "" {
+	if out == nil {
 		fmt.Fprintf(c.Stdout, "%s\n", doc.Result)
 	} else {
-		fmt.Fprintf(c.Stdout, "rehydrated answer written to %s\n", out)
+		fmt.Fprintf(c.Stdout, "rehydrated answer written to %s\n", out.path)
 	}
 	printReceipt(c, doc.Receipt, doc.State)
 	return nil

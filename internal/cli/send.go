@@ -72,15 +72,22 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 		}
 		return err
 	}
-	status, answer, err := post(ctx, plan.Target, body, *timeout)
-	if err != nil {
-		return err
-	}
+	// The quarantine file exists before the export is sent: an answer that
+	// arrives has somewhere to go.
 	qpath, err := c.quarantinePath(*quarantine, dec.EventID)
 	if err != nil {
 		return err
 	}
-	if err := writeQuarantine(qpath, answer); err != nil {
+	qf, err := openQuarantine(qpath)
+	if err != nil {
+		return err
+	}
+	defer qf.abort()
+	status, answer, err := post(ctx, plan.Target, body, *timeout)
+	if err != nil {
+		return err
+	}
+	if err := qf.commit(answer); err != nil {
 		return err
 	}
 	res := sendResult{Decision: dec, Status: status, Quarantine: qpath, Answer: receipts.SHA256(answer), Lease: p.bundle.Lease}
@@ -159,14 +166,14 @@ func (c *Cmd) quarantinePath(flagValue, eventID string) (string, error) {
 	return filepath.Join(dir, "privacycut", "quarantine", strings.ReplaceAll(eventID, ":", "-")+".json"), nil
 }
 
-// writeQuarantine writes the answer 0600 in a 0700 directory. The answer is
-// untrusted remote output: it is kept apart, never executed, and read only by
-// rehydration.
-func writeQuarantine(path string, answer []byte) error {
+// openQuarantine creates the file (0600, in a 0700 directory) that the
+// answer will be committed to. The answer is untrusted remote output: it is
+// kept apart, never executed, and read only by rehydration.
+func openQuarantine(path string) (*privateFile, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(path, answer, 0o600)
+	return createPrivate(path)
 }
 
 // rehydrateAnswer rehydrates the answer to a reversible cut this process just
