@@ -105,7 +105,8 @@ func FuzzCodeOwners(f *testing.F) {
 			}
 		}
 		clean := strings.TrimPrefix(filepath.ToSlash(filepath.Clean("/"+path)), "/")
-		if clean == "" || strings.ContainsAny(clean, "*?[]\\!# \t\r\n\v\f\u0085\u00a0") || strings.HasPrefix(clean, "#") {
+		// Match looks at no path longer than PATH_MAX (MaxMatchPath).
+		if clean == "" || len(clean) > MaxMatchPath || strings.ContainsAny(clean, "*?[]\\!# \t\r\n\v\f\u0085\u00a0") || strings.HasPrefix(clean, "#") {
 			return
 		}
 		for _, r := range clean {
