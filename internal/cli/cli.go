@@ -19,6 +19,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/privacycut/privacycut/internal/bigbuf"
 )
@@ -61,9 +62,9 @@ func register(c *command) { commands[c.name] = c }
 // Cmd is one invocation of cut.
 type Cmd struct {
 	Env
-	name    string          // "cut check", for messages
-	frees   []func()        // of the buffers from c.buffer, called when Run returns
-	stopped []chan struct{} // closed when a plugin stopped by stopLater has stopped
+	name     string         // "cut check", for messages
+	frees    []func()       // of the buffers from c.buffer, called when Run returns
+	stopping sync.WaitGroup // the plugins stopLater is stopping
 }
 
 // buffer returns a zeroed buffer of n bytes that stays valid until Run
@@ -81,12 +82,7 @@ func (c *Cmd) buffer(n int) []byte {
 // The plugin holds nothing of the command's buffers: its inputs are its own
 // copy, in the sealed memfd.
 func (c *Cmd) stopLater(v *pluginVerifier) {
-	done := make(chan struct{})
-	c.stopped = append(c.stopped, done)
-	go func() {
-		defer close(done)
-		v.Close()
-	}()
+	c.stopping.Go(func() { v.Close() })
 }
 
 // release waits for the plugins stopLater is stopping, then frees the
@@ -94,10 +90,7 @@ func (c *Cmd) stopLater(v *pluginVerifier) {
 // every command has finished with its inputs, and waited for the goroutines
 // that read them, before it returns.
 func (c *Cmd) release() {
-	for _, done := range c.stopped {
-		<-done
-	}
-	c.stopped = nil
+	c.stopping.Wait()
 	for _, free := range c.frees {
 		free()
 	}

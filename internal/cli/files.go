@@ -98,55 +98,59 @@ func loadVocabulary(path string) (*grammar.Vocabulary, error) {
 	return v, nil
 }
 
-// privateFile is an output file written in full or not at all, readable by
-// its owner only. It is created (0600, as a temporary file next to its path)
-// before the work whose result it will hold, so that a path that cannot be
-// written fails before that work (a rehydration consumes its lease: its
-// answer could not be asked for again). commit renames it over the path:
-// no reader sees it part-written, and a file or symbolic link already at
-// the path is replaced, never written through with its own mode.
-type privateFile struct {
-	f         *os.File
-	path      string
-	committed bool
+// outputFile is an output file written in full or not at all. It is
+// created (with its final mode, as a temporary file next to its path) before
+// the work whose result it will hold, so that a path that cannot be written
+// fails before that work (a rehydration consumes its lease: its answer could
+// not be asked for again). commit renames it over the path: no reader sees
+// it part-written, and a file or symbolic link already at the path is
+// replaced, never written through with its own mode.
+type outputFile struct {
+	f    *os.File
+	path string
+	done bool // committed, or removed by a failed commit
 }
 
-func createPrivate(path string) (*privateFile, error) {
+func createOutput(path string, perm os.FileMode) (*outputFile, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, err
 	}
-	if err := f.Chmod(0o600); err != nil {
+	if err := f.Chmod(perm); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return nil, err
 	}
-	return &privateFile{f: f, path: path}, nil
+	return &outputFile{f: f, path: path}, nil
 }
 
-// commit writes data, syncs it and renames the file over its path.
-func (p *privateFile) commit(data []byte) error {
-	_, err := p.f.Write(data)
+// Write writes to the file, before commit.
+func (o *outputFile) Write(b []byte) (int, error) { return o.f.Write(b) }
+
+// commit writes data (after anything Write wrote), syncs the file and
+// renames it over its path.
+func (o *outputFile) commit(data []byte) error {
+	_, err := o.f.Write(data)
 	if err == nil {
-		err = p.f.Sync()
+		err = o.f.Sync()
 	}
-	if cerr := p.f.Close(); err == nil {
+	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(p.f.Name(), p.path)
+		err = os.Rename(o.f.Name(), o.path)
 	}
 	if err != nil {
-		os.Remove(p.f.Name())
+		os.Remove(o.f.Name())
 	}
-	p.committed = true // or removed: abort has nothing left to do
+	o.done = true
 	return err
 }
 
-// abort removes the file unless it was committed.
-func (p *privateFile) abort() {
-	if !p.committed {
-		p.f.Close()
-		os.Remove(p.f.Name())
+// abort removes the file unless commit has run.
+func (o *outputFile) abort() {
+	if !o.done {
+		o.f.Close()
+		os.Remove(o.f.Name())
 	}
 }

@@ -12,12 +12,12 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// TestPrivateFile: an output committed over an existing file is 0600
+// TestOutputFile: an output committed over an existing file is 0600
 // whatever that file's mode, one committed over a symbolic link replaces the
 // link and leaves its target alone, an aborted one leaves the path as it
 // was and no temporary file, and a path in a missing directory fails at
 // creation, before the work.
-func TestPrivateFile(t *testing.T) {
+func TestOutputFile(t *testing.T) {
 	dir := t.TempDir()
 	entries := func() int {
 		es, err := os.ReadDir(dir)
@@ -35,7 +35,7 @@ func TestPrivateFile(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil { // whatever the umask
 		t.Fatal(err)
 	}
-	pf, err := createPrivate(path)
+	pf, err := createOutput(path, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestPrivateFile(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if pf, err = createPrivate(link); err != nil {
+	if pf, err = createOutput(link, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := pf.commit([]byte("secret")); err != nil {
@@ -74,7 +74,7 @@ func TestPrivateFile(t *testing.T) {
 
 	// Aborted.
 	n := entries()
-	if pf, err = createPrivate(path); err != nil {
+	if pf, err = createOutput(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if entries() != n+1 {
@@ -89,7 +89,7 @@ func TestPrivateFile(t *testing.T) {
 	}
 
 	// A missing directory.
-	if _, err := createPrivate(filepath.Join(dir, "missing", "out.json")); err == nil {
+	if _, err := createOutput(filepath.Join(dir, "missing", "out.json"), 0o600); err == nil {
 		t.Fatal("created a file in a missing directory")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/privacycut/privacycut/grammar"
@@ -131,43 +130,19 @@ func (c *Cmd) importRefused(err error) error {
 	return &refusedError{1}
 }
 
-// writeOutput writes data to path atomically (a temporary file in the same
-// directory, renamed), or to stdout when path is empty. Nothing is written
-// unless all of it is.
+// writeOutput writes data to path in full or not at all (outputFile), or
+// to stdout when path is empty.
 func (c *Cmd) writeOutput(path string, data []byte, perm os.FileMode) error {
 	if path == "" {
 		_, err := c.Stdout.Write(data)
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".cut-*.tmp")
+	o, err := createOutput(path, perm)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	return nil
+	defer o.abort()
+	return o.commit(data)
 }
 
 func ownerSummary(m map[string]int) string {

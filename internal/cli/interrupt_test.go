@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -301,48 +302,46 @@ func newHoldProxy(t *testing.T, target, path string) *holdProxy {
 			go func() {
 				defer conns.Done()
 				defer s.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						p.mu.Lock()
-						if p.armed > 0 && n >= p.armed {
-							p.armed, p.holding = 0, true
-						}
-						p.mu.Unlock()
-						if _, werr := s.Write(buf[:n]); werr != nil {
-							return
-						}
+				// Client to target: a large enough read arms the hold.
+				p.pump(s, c, func(n int) {
+					if p.armed > 0 && n >= p.armed {
+						p.armed, p.holding = 0, true
 					}
-					if err != nil {
-						return
-					}
-				}
+				})
 			}()
 			go func() {
 				defer conns.Done()
 				defer c.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := s.Read(buf)
-					if n > 0 {
-						p.mu.Lock()
-						for p.holding {
-							p.cond.Wait()
-						}
-						p.mu.Unlock()
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							return
-						}
+				// Target to client: held while holding.
+				p.pump(c, s, func(int) {
+					for p.holding {
+						p.cond.Wait()
 					}
-					if err != nil {
-						return
-					}
-				}
+				})
 			}()
 		}
 	}()
 	return p
+}
+
+// pump copies src to dst until either fails, calling before with p.mu
+// held ahead of forwarding each read of n bytes.
+func (p *holdProxy) pump(dst io.Writer, src io.Reader, before func(n int)) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			before(n)
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (p *holdProxy) holdAfter(n int) {

@@ -69,9 +69,9 @@ func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 	}
 	// The output file exists before the vault consumes the lease: once it
 	// has, the answer cannot be asked for again.
-	var pf *privateFile
+	var pf *outputFile
 	if *out != "" {
-		if pf, err = createPrivate(*out); err != nil {
+		if pf, err = createOutput(*out, 0o600); err != nil {
 			return fmt.Errorf("output file: %w", err)
 		}
 		defer pf.abort()
@@ -182,7 +182,7 @@ func (c *Cmd) rehydrateRefusal(asJSON bool, err error) error {
 
 // printRehydrated prints the rehydrated answer, or writes it to out (nil:
 // stdout) and prints the rest.
-func (c *Cmd) printRehydrated(doc *rehydratedDoc, asJSON bool, out *privateFile) error {
+func (c *Cmd) printRehydrated(doc *rehydratedDoc, asJSON bool, out *outputFile) error {
 	if out != nil {
 		if err := out.commit(append(append([]byte{}, doc.Result...), '\n')); err != nil {
 			// The lease is consumed: the answer goes to stdout rather

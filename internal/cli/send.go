@@ -169,11 +169,11 @@ func (c *Cmd) quarantinePath(flagValue, eventID string) (string, error) {
 // openQuarantine creates the file (0600, in a 0700 directory) that the
 // answer will be committed to. The answer is untrusted remote output: it is
 // kept apart, never executed, and read only by rehydration.
-func openQuarantine(path string) (*privateFile, error) {
+func openQuarantine(path string) (*outputFile, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	return createPrivate(path)
+	return createOutput(path, 0o600)
 }
 
 // rehydrateAnswer rehydrates the answer to a reversible cut this process just

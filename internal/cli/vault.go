@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/privacycut/privacycut/receipts"
@@ -192,33 +191,20 @@ func vaultBackup(ctx context.Context, c *Cmd, args []string) error {
 	return nil
 }
 
-// writeFileAtomic writes a new file through a temporary file in the same
-// directory (0600, fsynced, renamed into place): a failed or interrupted
-// backup never leaves a partial file under the final name.
+// writeFileAtomic writes the file at path from fill, in full or not at all
+// (outputFile, 0600): a failed or interrupted backup never leaves a partial
+// file under the final name.
 func writeFileAtomic(path string, fill func(io.Writer) (store.BackupStats, error)) (store.BackupStats, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	o, err := createOutput(path, 0o600)
 	if err != nil {
 		return store.BackupStats{}, err
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return store.BackupStats{}, err
-	}
-	st, err := fill(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	defer o.abort()
+	st, err := fill(o)
 	if err != nil {
 		return st, err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return st, err
-	}
-	return st, nil
+	return st, o.commit(nil)
 }
 
 // openInput opens a file argument, "-" meaning stdin.
