@@ -202,7 +202,7 @@ func contains(ss []string, s string) bool {
 
 // TestP5Traceback: a raised GOTRACEBACK makes the profile unproven.
 func TestP5Traceback(t *testing.T) {
-	for _, level := range []string{"all", "system", "crash"} {
+	for _, level := range []string{"all", "system", "crash", "1"} {
 		t.Run(level, func(t *testing.T) {
 			d := newDaemon(t, false)
 			d.Env = []string{"GOTRACEBACK=" + level}

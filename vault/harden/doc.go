@@ -14,7 +14,7 @@
 //	vmlck           /proc/self/status VmLck ≥ the arena's bytes
 //	dumpable        prctl(PR_GET_DUMPABLE) == 0
 //	core_limit      /proc/self/limits "Max core file size" soft and hard both 0
-//	traceback       GOTRACEBACK unset, "", none, single, 0 or 1
+//	traceback       GOTRACEBACK unset, "", none, single or 0
 //
 // Any failed item makes the profile "not_proven" and its name appears in
 // Reasons; Items lists every item with a detail that names addresses, sizes

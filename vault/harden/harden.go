@@ -29,7 +29,7 @@ const (
 	ItemVmLck         = "vmlck"          // /proc/self/status VmLck ≥ arena bytes
 	ItemDumpable      = "dumpable"       // prctl(PR_GET_DUMPABLE) == 0
 	ItemCoreLimit     = "core_limit"     // /proc/self/limits "Max core file size" soft and hard 0
-	ItemTraceback     = "traceback"      // GOTRACEBACK unset, none or single
+	ItemTraceback     = "traceback"      // GOTRACEBACK unset, none, single or 0
 )
 
 // Item is one proven (or failed) property of the process.
@@ -276,21 +276,22 @@ func limitString(v uint64) string {
 
 // tracebackOK decides the GOTRACEBACK item. The runtime prints by-value
 // arguments of every goroutine at "all" and above, and debug.SetTraceback
-// cannot lower a level set in the environment, so only unset, "", "none",
-// "single", "0" and "1" are accepted. Anything else fails closed, including
-// values the runtime would ignore.
+// cannot lower a level set in the environment. A number is a level with
+// "all" set: 1 is "all", 2 "system"; only 0 prints nothing. So only unset,
+// "", "none", "single" and "0" are accepted. Anything else fails closed,
+// including values the runtime would ignore.
 func tracebackOK(v string, set bool) (bool, string) {
 	if !set {
 		return true, "GOTRACEBACK unset (single)"
 	}
 	switch v {
-	case "", "none", "single", "0", "1":
+	case "", "none", "single", "0":
 		return true, "GOTRACEBACK=" + v
 	case "all", "system", "crash", "wer":
 		return false, "GOTRACEBACK=" + v + " prints other goroutines' frames; the process cannot lower it"
 	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 2 {
-		return false, "GOTRACEBACK=" + v + " (level 2 or more) prints other goroutines' frames; the process cannot lower it"
+	if n, err := strconv.Atoi(v); err == nil && n >= 1 {
+		return false, "GOTRACEBACK=" + v + " (a level of 1 or more is \"all\" or above) prints other goroutines' frames; the process cannot lower it"
 	}
 	return false, "GOTRACEBACK has an unrecognised value; refusing to guess its level"
 }

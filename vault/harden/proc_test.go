@@ -494,15 +494,15 @@ func TestHardenedChild(t *testing.T) {
 }
 
 // TestTracebackChild is P5: GOTRACEBACK=all, system, crash or a numeric level
-// ≥ 2 leaves the profile not proven with exactly that reason; unset, none and
-// single are accepted.
+// ≥ 1 (1 is "all" to the runtime) leaves the profile not proven with exactly that reason; unset, none and
+// single and 0 are accepted.
 func TestTracebackChild(t *testing.T) {
 	tests := []struct {
 		value string // "-" leaves it unset
 		ok    bool
 	}{
 		{"-", true}, {"none", true}, {"single", true},
-		{"all", false}, {"system", false}, {"crash", false}, {"2", false},
+		{"all", false}, {"system", false}, {"crash", false}, {"1", false}, {"2", false}, {"0", true},
 	}
 	for _, tt := range tests {
 		t.Run("GOTRACEBACK="+tt.value, func(t *testing.T) {
