@@ -27,6 +27,10 @@ var (
 	ErrStaleKey = errors.New("values sealed to another vault key")
 	// ErrClosed: the vault is closed.
 	ErrClosed = errors.New("vault closed")
+	// ErrDirsOverlap: the key directory is the state directory, or one
+	// holds the other. Keys must live outside what a copy of the state
+	// directory carries.
+	ErrDirsOverlap = errors.New("key directory and state directory overlap")
 	// ErrInternal: anything else; the cause is logged, not returned.
 	ErrInternal = errors.New("internal error")
 )

@@ -82,6 +82,9 @@ func Open(opt Options) (*Vault, error) {
 	if opt.StateDir == "" || opt.KeyDir == "" {
 		return nil, invalid("open", "state_dir/key_dir")
 	}
+	if err := separateDirs(opt.StateDir, opt.KeyDir); err != nil {
+		return nil, err
+	}
 	if opt.Station == "" {
 		opt.Station = DefaultStation
 	}

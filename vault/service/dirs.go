@@ -1,0 +1,67 @@
+package service
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// separateDirs refuses a key directory that is the state directory, lies
+// inside it, or holds it. The state directory (Badger: leases and
+// ciphertext) is what operators copy and back up; epoch keys and wrapped
+// data keys beside it would make every copy decryptable (SPEC §9: they live
+// outside the Badger directory). Paths are compared after making them
+// absolute and resolving symbolic links in the part of each that exists, so
+// a link cannot hide the overlap.
+func separateDirs(state, key string) error {
+	s, err := resolveDir(state)
+	if err != nil {
+		return &Error{Op: "open", Field: "state_dir", Err: ErrInvalid}
+	}
+	k, err := resolveDir(key)
+	if err != nil {
+		return &Error{Op: "open", Field: "key_dir", Err: ErrInvalid}
+	}
+	if within(s, k) || within(k, s) {
+		return &Error{Op: "open", Field: "key_dir", Err: ErrDirsOverlap}
+	}
+	return nil
+}
+
+// resolveDir returns p absolute and clean, with symbolic links resolved in
+// its longest existing prefix (the rest does not exist yet and is created
+// as plain directories).
+func resolveDir(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for dir := abs; ; {
+		real, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if !os.IsNotExist(err) {
+			return "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}
+
+// within reports whether path is dir or lies inside it; both are clean and
+// absolute.
+func within(path, dir string) bool {
+	if path == dir {
+		return true
+	}
+	if dir == string(filepath.Separator) {
+		return true
+	}
+	return strings.HasPrefix(path, dir+string(filepath.Separator))
+}
