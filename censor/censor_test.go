@@ -228,6 +228,65 @@ func TestPlanMismatch(t *testing.T) {
 	}
 }
 
+// schemaDigest stands for a reversible plan's output schema digest.
+var schemaDigest = receipts.SHA256([]byte(`{"type":"object"}`))
+
+// TestReversiblePlanMismatch: a reversible plan must bind its deadlines,
+// station, output schema and a known retention profile, or the cut is
+// refused before any token is asked for.
+func TestReversiblePlanMismatch(t *testing.T) {
+	d, v := exampleInputs(t)
+	k := testKey(t, 1)
+	good, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"}, Purpose: "p",
+		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible, OutputSchemaDigest: schemaDigest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: good, Key: k, Tokens: fakeSource{}}); err != nil {
+		t.Fatalf("the reversible plan itself: %v", err)
+	}
+	tests := []struct {
+		name, field string
+		mutate      func(p *receipts.Plan)
+	}{
+		{"no output schema", "output_schema_digest", func(p *receipts.Plan) { p.OutputSchemaDigest = "" }},
+		{"keyed schema digest", "output_schema_digest", func(p *receipts.Plan) {
+			p.OutputSchemaDigest = receipts.PrefixHMAC + strings.Repeat("0", 64)
+		}},
+		{"short schema digest", "output_schema_digest", func(p *receipts.Plan) { p.OutputSchemaDigest = "sha256:00" }},
+		{"upper-case schema digest", "output_schema_digest", func(p *receipts.Plan) {
+			p.OutputSchemaDigest = strings.ToUpper(schemaDigest)
+		}},
+		{"unknown retention", "retention", func(p *receipts.Plan) { p.Retention = "keep-forever" }},
+		{"no retention named", "retention", func(p *receipts.Plan) { p.Retention = "" }},
+		{"no station", "reversible", func(p *receipts.Plan) { p.Station = "" }},
+		{"no return window", "reversible", func(p *receipts.Plan) { p.ReturnWindowS = 0 }},
+		{"no remote deadline", "reversible", func(p *receipts.Plan) { p.RemoteDeadlineS = -1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := *good
+			tt.mutate(&p)
+			_, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: &p, Key: k, Tokens: fakeSource{}})
+			var re *RefusedError
+			if !errors.As(err, &re) || re.Refusals[0].Code != receipts.PlanMismatch || re.Field != tt.field {
+				t.Fatalf("err = %v, want PLAN_MISMATCH on %s", err, tt.field)
+			}
+			if re.Refusals[0].Part != -1 || re.Refusals[0].Kind != "plan" {
+				t.Fatalf("position %+v", re.Refusals[0])
+			}
+		})
+	}
+	// Every retention profile is accepted.
+	for _, r := range []string{receipts.RetentionNone, receipts.RetentionSession, receipts.RetentionShort} {
+		p := *good
+		p.Retention = r
+		if _, err := CheckPlan(&p, v, receipts.ModeReversible); err != nil {
+			t.Errorf("retention %s: %v", r, err)
+		}
+	}
+}
+
 func TestProhibitedByPlan(t *testing.T) {
 	d, v := exampleInputs(t)
 	k := testKey(t, 1)
@@ -297,7 +356,7 @@ func TestTokenSource(t *testing.T) {
 	d, v := exampleInputs(t)
 	k := testKey(t, 1)
 	p, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"}, Purpose: "p",
-		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible})
+		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible, OutputSchemaDigest: schemaDigest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +397,7 @@ func TestCutBuffer(t *testing.T) {
 	k := testKey(t, 1)
 	heap := cut(t, d, v, k)
 	rp, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"}, Purpose: "p",
-		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible})
+		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible, OutputSchemaDigest: schemaDigest})
 	if err != nil {
 		t.Fatal(err)
 	}

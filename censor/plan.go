@@ -24,7 +24,7 @@ type PlanOptions struct {
 	MaxParents  int // default 64
 	Allowed     []grammar.Category
 	ThreatModel string // default "remote-model-honest-but-curious"
-	Retention   string // default "no-retention"
+	Retention   string // default receipts.RetentionNone
 
 	// Reversible only.
 	RemoteDeadline     time.Duration // default 10m
@@ -60,7 +60,7 @@ func NewPlan(doc *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceK
 		o.ThreatModel = "remote-model-honest-but-curious"
 	}
 	if o.Retention == "" {
-		o.Retention = "no-retention"
+		o.Retention = receipts.RetentionNone
 	}
 	allowed := o.Allowed
 	if len(allowed) == 0 {
@@ -153,8 +153,20 @@ func CheckPlan(p *receipts.Plan, v *grammar.Vocabulary, mode string) (grammar.Ca
 	if _, err := p.Expiry(); err != nil {
 		return bad("expires_at")
 	}
-	if p.Mode == receipts.ModeReversible && (p.RemoteDeadlineS <= 0 || p.ReturnWindowS <= 0 || p.Station == "") {
-		return bad("reversible")
+	if p.Mode == receipts.ModeReversible {
+		// A reversible plan binds how its answer may be rehydrated: the
+		// output schema (its marked paths are the only places a token is
+		// substituted) and the retention of the result. Without them the
+		// rehydrating side would choose.
+		if p.RemoteDeadlineS <= 0 || p.ReturnWindowS <= 0 || p.Station == "" {
+			return bad("reversible")
+		}
+		if alg, _, err := receipts.ParseDigest(p.OutputSchemaDigest); err != nil || alg != receipts.PrefixSHA256 {
+			return bad("output_schema_digest")
+		}
+		if !receipts.KnownRetention(p.Retention) {
+			return bad("retention")
+		}
 	}
 	set := grammar.NoCategories
 	for _, name := range p.Categories.Allowed {

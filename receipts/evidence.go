@@ -73,6 +73,19 @@ type Plan struct {
 	OutputSchemaDigest string `json:"output_schema_digest,omitempty"`
 }
 
+// Retention profiles a plan may name: how long a rehydrated result may be
+// kept (the maxima are rehydrate.RetentionMax's).
+const (
+	RetentionNone    = "no-retention"
+	RetentionSession = "session"
+	RetentionShort   = "short"
+)
+
+// KnownRetention reports whether name is one of the retention profiles.
+func KnownRetention(name string) bool {
+	return name == RetentionNone || name == RetentionSession || name == RetentionShort
+}
+
 // Expiry parses ExpiresAt.
 func (p *Plan) Expiry() (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, p.ExpiresAt)

@@ -9,9 +9,9 @@ import (
 
 // Retention profiles and their maximum retention of a rehydrated result.
 const (
-	RetentionNone    = "no-retention" // at most 1 hour
-	RetentionSession = "session"      // at most 24 hours
-	RetentionShort   = "short"        // at most 7 days
+	RetentionNone    = receipts.RetentionNone    // at most 1 hour
+	RetentionSession = receipts.RetentionSession // at most 24 hours
+	RetentionShort   = receipts.RetentionShort   // at most 7 days
 )
 
 // RetentionMax returns the longest time a rehydrated result may be kept

@@ -44,9 +44,11 @@
 //   - plan-match: the plan is a strict DisclosurePlan@1 whose consumer,
 //     purpose, target (absolute http(s) URL), mode, max_uses, invariants,
 //     categories, manifest and vocabulary digests, restricted_ref and expiry
-//     hold, and every receipt's plan_digest is the plan's digest. The
-//     reversible timing fields, station, output schema digest, threat model,
-//     retention and policy revision are decoded strictly but not judged here.
+//     hold, a reversible plan binds positive remote_deadline_s and
+//     return_window_s, a station and a plain output_schema_digest, and every
+//     receipt's plan_digest is the plan's digest. The threat model,
+//     retention and policy revision are decoded strictly but not judged here
+//     (the censor refuses an unknown retention, and so does rehydration).
 //   - receipt-chain: exactly the censor and export receipts of
 //     docs/DESIGN.md, in order, every digest recomputed (source, candidate and
 //     label keyed under the evidence key), the operations recounted, the

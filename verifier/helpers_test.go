@@ -40,6 +40,9 @@ type testPart struct {
 type cutOptions struct {
 	allowed []string
 	mode    string
+	// plan, when set, changes the plan before it is digested into the
+	// receipts: a cut made under that plan.
+	plan func(*receipts.Plan)
 }
 
 // makeCut builds an honest irreversible (or reversible, with fixed tokens)
@@ -172,6 +175,13 @@ func makeCut(t testing.TB, parts []testPart, opt cutOptions) Request {
 		Invariants: receipts.RequiredInvariants, ThreatModel: "remote", Retention: "none", MaxUses: 1,
 		Categories:       receipts.PlanCategories{Allowed: opt.allowed, Prohibited: []string{"credential"}},
 		VocabularyDigest: vocDigest, MaxParents: 64, ExpiresAt: "2030-01-02T00:00:00Z", PolicyRevision: "p/1",
+	}
+	if opt.mode == receipts.ModeReversible {
+		plan.RemoteDeadlineS, plan.ReturnWindowS, plan.Station = 600, 3600, "station-1"
+		plan.OutputSchemaDigest = receipts.SHA256([]byte(`{"type":"object"}`))
+	}
+	if opt.plan != nil {
+		opt.plan(&plan)
 	}
 	planJSON := must(receipts.Marshal(plan))
 	planDigest := receipts.SHA256(planJSON)

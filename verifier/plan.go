@@ -76,6 +76,18 @@ func (c *check) checkPlan() {
 			o.fail("invariants lack %s", inv)
 		}
 	}
+	if c.mode == receipts.ModeReversible {
+		// What the rehydrating side may do is bound here, not chosen later.
+		if p.RemoteDeadlineS <= 0 || p.ReturnWindowS <= 0 {
+			o.fail("reversible plan without a positive remote_deadline_s and return_window_s")
+		}
+		if p.Station == "" {
+			o.fail("reversible plan without a station")
+		}
+		if alg, _, err := receipts.ParseDigest(p.OutputSchemaDigest); err != nil || alg != receipts.PrefixSHA256 {
+			o.fail("reversible plan without a sha256 output_schema_digest")
+		}
+	}
 
 	// Categories: known names only; credential never allowed; every category
 	// the source uses allowed and not prohibited.

@@ -114,6 +114,34 @@ func TestVerifyTampering(t *testing.T) {
 			want:   []string{ClaimExportCanonical, ClaimPublicPreserved, ClaimOwnersReplaced, ClaimTokenConsistent, ClaimNoResidual, ClaimReceiptChain},
 		},
 		{
+			name: "reversible plan without output schema",
+			opt: cutOptions{mode: receipts.ModeReversible, plan: func(p *receipts.Plan) {
+				p.OutputSchemaDigest = ""
+			}},
+			mutate: func(r *Request) {},
+			want:   []string{ClaimPlanMatch},
+		},
+		{
+			name: "reversible plan with a keyed schema digest",
+			opt: cutOptions{mode: receipts.ModeReversible, plan: func(p *receipts.Plan) {
+				p.OutputSchemaDigest = receipts.PrefixHMAC + strings.Repeat("a", 64)
+			}},
+			mutate: func(r *Request) {},
+			want:   []string{ClaimPlanMatch},
+		},
+		{
+			name:   "reversible plan without station",
+			opt:    cutOptions{mode: receipts.ModeReversible, plan: func(p *receipts.Plan) { p.Station = "" }},
+			mutate: func(r *Request) {},
+			want:   []string{ClaimPlanMatch},
+		},
+		{
+			name:   "reversible plan without return window",
+			opt:    cutOptions{mode: receipts.ModeReversible, plan: func(p *receipts.Plan) { p.ReturnWindowS = 0 }},
+			mutate: func(r *Request) {},
+			want:   []string{ClaimPlanMatch},
+		},
+		{
 			name:   "plan undecodable",
 			mutate: func(r *Request) { r.Plan = []byte(`{"schema":"DisclosurePlan@1","extra":1}`) },
 			want:   []string{ClaimCoverage, ClaimTokenConsistent, ClaimPlanMatch},

@@ -61,7 +61,8 @@ func BenchmarkReversibleCut4MiB10k(b *testing.B) {
 	}
 	key, _ := receipts.NewEvidenceKey(make([]byte, 32))
 	plan, err := censor.NewPlan(d, vocab, key, censor.PlanOptions{Consumer: receipts.Consumer{Kind: "m", ID: "m"}, Purpose: "p",
-		Target: "https://m.example/", Now: time.Now(), Mode: receipts.ModeReversible})
+		Target: "https://m.example/", Now: time.Now(), Mode: receipts.ModeReversible,
+		OutputSchemaDigest: receipts.SHA256([]byte(`{}`))})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func TestReversibleCutCanceledRevokesLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errb := f.run(t, "plan", "init", "--vocab", vocab, "--consumer", "model:m", "--purpose", "p",
+	if code, _, errb := f.run(t, "plan", "init", "--vocab", vocab, "--consumer", "model:m", "--purpose", "dependency-triage",
 		"--target", "https://m.example/", "--mode", "reversible", "--schema", schema, "--station", "station-a",
 		"--return-window", "30m", "-o", plan, proj); code != ExitOK {
 		t.Fatalf("plan init: exit %d: %s", code, errb)

@@ -2,14 +2,15 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
 )
 
 func init() {
@@ -69,15 +70,17 @@ func runPlan(ctx context.Context, c *Cmd, args []string) error {
 		if *schemaPath == "" {
 			return usagef("a reversible plan needs --schema (the output schema)")
 		}
-		data, err := readFileCapped(*schemaPath, 1<<20)
+		_, schema, err := readOutputSchema(*schemaPath)
 		if err != nil {
-			return fmt.Errorf("read schema: %w", err)
+			return err
 		}
-		canon, err := receipts.Canonicalize(data)
-		if err != nil {
-			return fmt.Errorf("schema: %w", err)
+		// A plan whose purpose no marking names could disclose and never
+		// rehydrate: every token in the answer would be at a path marked
+		// for another purpose, or none.
+		if !slices.ContainsFunc(schema.Paths(), func(m rehydrate.MarkedPath) bool { return m.Purpose == *purpose }) {
+			return usagef("--schema marks no path for purpose %q: nothing in an answer could be rehydrated", *purpose)
 		}
-		opt.OutputSchemaDigest = receipts.SHA256(canon)
+		opt.OutputSchemaDigest = schema.Digest()
 	}
 	in, refs, err := c.load(*vocabPath, "", *keyPath, pos[0])
 	if err != nil {

@@ -111,9 +111,10 @@ func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseReco
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	if rec.OutputSchemaDigest != "" && receipts.SHA256(canon) != rec.OutputSchemaDigest {
-		c.errorf("%s: the schema is not the plan's output schema", c.name)
-		return nil, c.refuse(asJSON, []grammar.Refusal{{Code: receipts.PlanMismatch, Part: -1, Kind: "schema"}}, nil)
+	// Fails closed: a record without the plan's schema digest licenses no
+	// schema at all.
+	if err := c.checkSchemaDigest(rec.OutputSchemaDigest, receipts.SHA256(canon), asJSON); err != nil {
+		return nil, err
 	}
 	expiry, err := time.Parse(time.RFC3339Nano, rec.ExpiresAt)
 	if err != nil {
@@ -211,4 +212,30 @@ func printReceipt(c *Cmd, r receipts.RehydrationReceipt, state string) {
 	fmt.Fprintf(c.Stdout, "receipt: %s lease %s (now %s)\n", r.Schema, r.Lease, state)
 	fmt.Fprintf(c.Stdout, "  substituted: %s\n", summary(r.Substitutions))
 	fmt.Fprintf(c.Stdout, "  return %s\n  final  %s\n  purge at %s\n", r.ReturnDigest, r.FinalDigest, r.PurgeAt)
+}
+
+// readOutputSchema reads and parses the output schema of a reversible cut.
+// A file that is not a schema of the subset (rehydrate.ParseSchema) is an
+// error before anything else happens.
+func readOutputSchema(path string) ([]byte, *rehydrate.Schema, error) {
+	data, err := readFileCapped(path, rehydrate.MaxSchemaBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read schema: %w", err)
+	}
+	s, err := rehydrate.ParseSchema(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("schema: %w", err)
+	}
+	return data, s, nil
+}
+
+// checkSchemaDigest refuses (PLAN_MISMATCH, exit 3) a schema whose digest
+// is not the plan's output_schema_digest, and any schema when the plan
+// binds none.
+func (c *Cmd) checkSchemaDigest(planDigest, digest string, asJSON bool) error {
+	if planDigest != "" && digest == planDigest {
+		return nil
+	}
+	c.errorf("%s: the schema is not the plan's output schema", c.name)
+	return c.refuse(asJSON, []grammar.Refusal{{Code: receipts.PlanMismatch, Part: -1, Kind: "schema"}}, nil)
 }

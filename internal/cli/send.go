@@ -45,6 +45,14 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 	if f.vocab == "" || f.plan == "" || len(pos) != 1 {
 		return usagef("usage: cut send --vocab V --plan P [--vault SOCK] [--schema S] PROJ")
 	}
+	// The schema is checked against the plan before anything is cut or
+	// sent: an answer that could not be rehydrated is not asked for.
+	var schemaBytes []byte
+	if *schema != "" {
+		if schemaBytes, err = c.sendSchema(f.plan, *schema, f.asJSON); err != nil {
+			return err
+		}
+	}
 	auth := egress.NewAuthority(egress.Options{Journal: c.openJournal(), PolicyRevision: policyRevision})
 	p, err := c.prepare(ctx, f, pos[0], auth)
 	if err != nil {
@@ -91,11 +99,8 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 		return err
 	}
 	res := sendResult{Decision: dec, Status: status, Quarantine: qpath, Answer: receipts.SHA256(answer), Lease: p.bundle.Lease}
-	if *schema != "" && status/100 == 2 {
-		if p.lease == "" {
-			return usagef("--schema rehydrates a reversible cut; this plan is irreversible")
-		}
-		doc, err := c.rehydrateAnswer(ctx, f, p, *schema, answer)
+	if schemaBytes != nil && status/100 == 2 {
+		doc, err := c.rehydrateAnswer(ctx, f, p, schemaBytes, answer)
 		if err != nil {
 			return err
 		}
@@ -178,11 +183,7 @@ func openQuarantine(path string) (*outputFile, error) {
 
 // rehydrateAnswer rehydrates the answer to a reversible cut this process just
 // prepared and sent.
-func (c *Cmd) rehydrateAnswer(ctx context.Context, f *prepareFlags, p *prepared, schemaPath string, answer []byte) (*rehydratedDoc, error) {
-	schema, err := readFileCapped(schemaPath, 1<<20)
-	if err != nil {
-		return nil, fmt.Errorf("read schema: %w", err)
-	}
+func (c *Cmd) rehydrateAnswer(ctx context.Context, f *prepareFlags, p *prepared, schema, answer []byte) (*rehydratedDoc, error) {
 	cl, err := c.dialVault(f.vault)
 	if err != nil {
 		return nil, err
@@ -190,4 +191,26 @@ func (c *Cmd) rehydrateAnswer(ctx context.Context, f *prepareFlags, p *prepared,
 	defer cl.Close()
 	rec := p.record(f)
 	return c.rehydrateLease(ctx, cl, &rec, schema, answer, p.in.key, f.asJSON)
+}
+
+// sendSchema reads send's --schema and checks it against the plan file
+// before the cut: the plan must be reversible and bind this schema. A plan
+// that cannot be read is left to prepare, which reports it; prepare's plan
+// is checked against the schema again before rehydration.
+func (c *Cmd) sendSchema(planPath, schemaPath string, asJSON bool) ([]byte, error) {
+	data, s, err := readOutputSchema(schemaPath)
+	if err != nil {
+		return nil, err
+	}
+	plan, _, err := loadPlan(planPath)
+	if err != nil {
+		return data, nil
+	}
+	if plan.Mode != receipts.ModeReversible {
+		return nil, usagef("--schema rehydrates a reversible cut; this plan is %s", plan.Mode)
+	}
+	if err := c.checkSchemaDigest(plan.OutputSchemaDigest, s.Digest(), asJSON); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
