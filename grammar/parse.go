@@ -95,15 +95,20 @@ type Refusal struct {
 
 func (r *Refusal) Error() string { return "grammar: " + r.Where() + ": " + string(r.Code) }
 
-// Where formats the position as `part 1 (block) line 3 col 15 len 8`.
+// Where formats the position as `part 1 (block) line 3 col 15 len 8`, or
+// `part 1` when the part's kind is not one of Kinds.
 func (r *Refusal) Where() string {
 	if r.Part < 0 {
 		return fmt.Sprintf("document line %d col %d len %d", r.Line, r.Column, r.Length)
 	}
-	if r.Line == 0 {
-		return fmt.Sprintf("part %d (%s)", r.Part, r.Kind)
+	where := fmt.Sprintf("part %d", r.Part)
+	if r.Kind != "" {
+		where += " (" + r.Kind + ")"
 	}
-	return fmt.Sprintf("part %d (%s) line %d col %d len %d", r.Part, r.Kind, r.Line, r.Column, r.Length)
+	if r.Line == 0 {
+		return where
+	}
+	return fmt.Sprintf("%s line %d col %d len %d", where, r.Line, r.Column, r.Length)
 }
 
 // Parse parses text, which must be the complete text of one part. It calls

@@ -133,7 +133,9 @@ func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
 			refs = append(refs, Refusal{Code: code, Part: i, Kind: p.Kind})
 		}
 		if !validKind(p.Kind) {
-			part(receipts.MalformedRecord)
+			// The kind is input: a refusal names only kinds of the
+			// closed list, never what the document holds instead.
+			refs = append(refs, Refusal{Code: receipts.MalformedRecord, Part: i})
 			continue
 		}
 		if len(p.Text) > opt.MaxText {

@@ -125,7 +125,9 @@ func TestLoadProjectionRefuses(t *testing.T) {
 		doc  string
 		want Refusal
 	}{
-		{"unknown part kind", part(strings.Replace(ok, `"block"`, `"email"`, 1)), Refusal{Code: receipts.MalformedRecord, Part: 0, Kind: "email"}},
+		// The kind is not one of the list: the refusal does not repeat it.
+		{"unknown part kind", part(strings.Replace(ok, `"block"`, `"`+canary+`"`, 1)), Refusal{Code: receipts.MalformedRecord, Part: 0}},
+		{"control bytes as kind", part(strings.Replace(ok, `"block"`, `"\u001b[31m\n"`, 1)), Refusal{Code: receipts.MalformedRecord, Part: 0}},
 		{"unknown field", part(ok + `,"note":"` + canary + `"`), Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 247, Length: 6}},
 		{"case-variant field", part(ok + `,"Text":"` + canary + `"`), Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 247, Length: 6}},
 		{"duplicate key", part(ok + `,"text":"ask triage.suggest-upgrade owner.team=\"` + canary + `\"\n"`), Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 247, Length: 6}},
