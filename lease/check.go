@@ -53,7 +53,7 @@ func (l Lease) check(op string) error {
 	}
 	if l.Bound() || l.CutEvent != "" || l.CandidateDigest != "" {
 		switch {
-		case !validID(l.CutEvent):
+		case !ValidID(l.CutEvent):
 			return bad("cut_event")
 		case !validDigest(l.CandidateDigest, hmacPrefix):
 			return bad("candidate_digest")
@@ -103,7 +103,7 @@ func (l Lease) badGrantField() string {
 	switch {
 	case !validLeaseID(l.ID):
 		return "id"
-	case !validID(l.Run):
+	case !ValidID(l.Run):
 		return "run"
 	case !validText(l.Target):
 		return "target"
@@ -113,9 +113,9 @@ func (l Lease) badGrantField() string {
 		return "namespace"
 	case !validDigest(l.SourceDigest, hmacPrefix):
 		return "source_digest"
-	case !validID(l.Station):
+	case !ValidID(l.Station):
 		return "station"
-	case !validID(l.Principal):
+	case !ValidID(l.Principal):
 		return "principal"
 	}
 	return ""
@@ -225,8 +225,9 @@ func validTime(t time.Time) bool {
 	return y >= 1 && y <= 9999
 }
 
-// validID accepts 1–MaxIDLen bytes of printable ASCII without spaces.
-func validID(s string) bool {
+// ValidID reports whether s is a valid run id, station, principal or cut
+// event id: 1–MaxIDLen bytes of printable ASCII without spaces.
+func ValidID(s string) bool {
 	if len(s) == 0 || len(s) > MaxIDLen {
 		return false
 	}

@@ -189,7 +189,7 @@ func (l Lease) Bind(cutEvent, candidateDigest, exportDigest string, now time.Tim
 		return l, refuse(op, receipts.LeaseNotActive, l.State)
 	}
 	switch {
-	case !validID(cutEvent):
+	case !ValidID(cutEvent):
 		return l, invalid(op, "cut_event")
 	case !validDigest(candidateDigest, hmacPrefix):
 		return l, invalid(op, "candidate_digest")
@@ -419,11 +419,11 @@ func (l Lease) authorises(t ClaimTuple) bool {
 // badField returns the JSON name of the first malformed member of t, or "".
 func (t ClaimTuple) badField() string {
 	switch {
-	case !validID(t.Principal):
+	case !ValidID(t.Principal):
 		return "claim.principal"
-	case !validID(t.Run):
+	case !ValidID(t.Run):
 		return "claim.run"
-	case !validID(t.Station):
+	case !ValidID(t.Station):
 		return "claim.station"
 	case !validDigest(t.ReturnDigest, shaPrefix):
 		return "claim.return_digest"

@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/egress"
 	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier"
 )
@@ -93,6 +95,13 @@ func runPrepare(ctx context.Context, c *Cmd, args []string) error {
 // *refusedError. A failed verification returns the bundle with no seal and
 // no error: the caller decides the exit code.
 func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *egress.Authority) (*prepared, error) {
+	// The run and attempt are bound into a reversible lease and its claim.
+	if !lease.ValidID(f.run) {
+		return nil, usagef("--run must be 1 to %d bytes of printable ASCII without spaces", lease.MaxIDLen)
+	}
+	if f.attempt < 1 || int64(f.attempt) > math.MaxUint32 {
+		return nil, usagef("--attempt must be from 1 to %d", uint32(math.MaxUint32))
+	}
 	// The verifier plugin starts while the inputs are read and cut.
 	vp, err := c.launchVerifier(ctx, f.verifier)
 	if err != nil {

@@ -115,6 +115,32 @@ func TestPrepareRefusals(t *testing.T) {
 	}
 }
 
+// TestPrepareRunAttempt: the run and attempt bound into a lease are checked
+// as flags, before anything else: an attempt outside 1 to 2^32-1 (it would
+// wrap into another attempt's claim) or a run id the vault would refuse is
+// a usage error, for prepare and send alike.
+func TestPrepareRunAttempt(t *testing.T) {
+	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
+	for _, cmd := range []string{"prepare", "send"} {
+		for _, flags := range [][]string{
+			{"--attempt", "0"}, {"--attempt", "-1"}, {"--attempt", "4294967296"}, {"--attempt", "4294967297"},
+			{"--run", ""}, {"--run", "a b"}, {"--run", strings.Repeat("r", 257)},
+		} {
+			args := append([]string{cmd, "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess"}, flags...)
+			code, out, errb := e.run(t, append(args, proj)...)
+			if code != ExitUsage || len(out) != 0 || !bytes.Contains(errb, []byte(flags[0]+" must be")) {
+				t.Errorf("%s %q: exit %d\n%s\n%s", cmd, flags, code, out, errb)
+			}
+		}
+	}
+	for _, flags := range [][]string{{"--attempt", "4294967295"}, {"--run", strings.Repeat("r", 256)}} {
+		args := append([]string{"prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess"}, flags...)
+		if code, _, errb := e.run(t, append(args, proj)...); code != ExitOK {
+			t.Errorf("prepare %q: exit %d\n%s", flags, code, errb)
+		}
+	}
+}
+
 // TestRefusalWithPluginIsQuiet: `cut prepare`, refused while its verifier
 // plugin is still starting, stops the plugin without go-plugin's warnings
 // about a plugin killed (which here is only the command ending): stderr
