@@ -77,6 +77,16 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, usage)
 		return 2
 	}
+	// A zero or negative value is refused, not taken as "the default": an
+	// operator asking for the shortest lease must not get the longest.
+	if *maxLease <= 0 {
+		fmt.Fprintln(stderr, "vaultd: --max-lease must be positive")
+		return 2
+	}
+	if *arenaSize <= 0 {
+		fmt.Fprintln(stderr, "vaultd: --arena-size must be positive")
+		return 2
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("pid", os.Getpid())
 	grpclog.SetLoggerV2(grpcLogger{log})
 

@@ -189,6 +189,7 @@ func TestCheckUsage(t *testing.T) {
 		{"check", "--vocab", e.vocab, "--json", "--show-text", "p.json"},
 		{"check", "--bogus"},
 		{"nosuchcommand"},
+		{"demo", "extra"}, // before: ignored, and the whole demo ran
 	} {
 		if code, _, _ := e.run(t, args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2", args, code)

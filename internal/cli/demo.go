@@ -56,8 +56,12 @@ func runDemo(ctx context.Context, c *Cmd, args []string) error {
 	vault := fs.String("vault", "", "use this vaultd `socket` instead of an embedded vault (default $PRIVACYCUT_VAULT)")
 	keep := fs.Bool("keep", false, "keep the demo's temporary directory")
 	verifierMode := fs.String("verifier", "plugin", "plugin (out of process) or inprocess")
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(pos) != 0 {
+		return usagef("usage: cut demo [--vault SOCK] [--keep] [--verifier plugin|inprocess]")
 	}
 	dir, err := os.MkdirTemp("", "privacycut-demo-")
 	if err != nil {
