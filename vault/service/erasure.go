@@ -113,8 +113,9 @@ type Report struct {
 	Epoch     uint64 `json:"epoch"`  // the key epoch the proof used
 	Destroyed Probe  `json:"destroyed"`
 	Live      *Probe `json:"live"`
-	// Proven: the destroyed lease is in the backup and cannot be decrypted,
-	// and the live lease (when given) can.
+	// Proven: the destroyed lease's map is in the backup and cannot be
+	// decrypted, and the live lease (when given) can. A backup without the
+	// map proves nothing about erasure: there was nothing to erase in it.
 	Proven bool `json:"proven"`
 }
 
@@ -201,7 +202,7 @@ func prove(op string, snap *store.Snapshot, a *arena.Arena, kd *keys.Dir, destro
 		}
 		rep.Live = &p
 	}
-	rep.Proven = rep.Destroyed.InBackup && !rep.Destroyed.Decrypts && (rep.Live == nil || rep.Live.Decrypts)
+	rep.Proven = rep.Destroyed.MapInBackup && !rep.Destroyed.Decrypts && (rep.Live == nil || rep.Live.Decrypts)
 	return rep, nil
 }
 

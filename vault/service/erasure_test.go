@@ -131,10 +131,11 @@ func TestProveErasure(t *testing.T) {
 		t.Errorf("the offline proof changed the key directory:\n%s", diff)
 	}
 
-	// A backup taken after the terminal step holds no map of A at all.
+	// A backup taken after the terminal step holds no map of A at all: it
+	// proves nothing (before, this was reported proven).
 	post := backup(t, v)
-	rep, err = v.ProveErasure(bytes.NewReader(post), a.Lease.ID, "")
-	if err != nil || !rep.Proven || rep.Destroyed.MapInBackup || rep.Destroyed.Reason != reasonNoMap {
+	rep, err = v.ProveErasure(bytes.NewReader(post), a.Lease.ID, b.Lease.ID)
+	if err != nil || rep.Proven || rep.Destroyed.MapInBackup || rep.Destroyed.Reason != reasonNoMap || !rep.Live.Decrypts {
 		t.Errorf("post-terminal backup: %+v, %v", rep, err)
 	}
 	// A lease that is not in the backup proves nothing.
