@@ -19,6 +19,7 @@ import (
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
 // The crash points of a lease transition and of a rotation (package
@@ -104,7 +105,7 @@ func (dr *driver) connect() {
 	if dr.c != nil {
 		dr.c.Close()
 	}
-	c, err := api.Dial(dr.d.Sock)
+	c, err := api.DialWith(dr.d.Sock, api.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
 	if err != nil {
 		dr.t.Fatal(err)
 	}

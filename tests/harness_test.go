@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func newDaemon(t testing.TB, bin string, asNobody bool) *daemon {
 // ends.
 func clientOf(d *daemon) *api.Client {
 	d.T.Helper()
-	c, err := api.Dial(d.Sock)
+	c, err := api.DialWith(d.Sock, api.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
 	if err != nil {
 		d.T.Fatal(err)
 	}
@@ -84,6 +85,8 @@ func (c *cutter) env() []string {
 		"XDG_DATA_HOME=" + filepath.Join(c.home, "data"),
 		"TMPDIR=" + c.d.Tmp,
 		"PRIVACYCUT_VAULT=" + c.d.Sock,
+		// Some daemons run as nobody: cut must trust that uid.
+		"PRIVACYCUT_VAULT_UID=" + strconv.Itoa(vaulttest.Nobody),
 		"PRIVACYCUT_EVIDENCE_KEY=" + filepath.Join(c.home, "evidence.key"),
 		"PRIVACYCUT_JOURNAL=" + filepath.Join(c.home, "journal.jsonl"),
 	}

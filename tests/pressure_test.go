@@ -19,6 +19,7 @@ import (
 	"github.com/privacycut/privacycut/vault/api"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
 // pressure is what R1 measured.
@@ -84,7 +85,7 @@ func runPressure(t *testing.T) pressure {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := api.Dial(d.Sock)
+			c, err := api.DialWith(d.Sock, api.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
 			if err != nil {
 				return
 			}

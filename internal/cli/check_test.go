@@ -36,6 +36,7 @@ type testEnv struct {
 	dir     string
 	vocab   string
 	journal string
+	env     map[string]string // further environment variables
 }
 
 func newTestEnv(t *testing.T) *testEnv {
@@ -49,6 +50,9 @@ func newTestEnv(t *testing.T) *testEnv {
 }
 
 func (e *testEnv) getenv(k string) string {
+	if v, ok := e.env[k]; ok {
+		return v
+	}
 	switch k {
 	case "PRIVACYCUT_JOURNAL":
 		return e.journal

@@ -201,7 +201,7 @@ func (d *demo) cut(ctx context.Context, mode string, attempt int, verifierMode s
 
 // rehydrate asks the vault to rehydrate answer under p's lease.
 func (d *demo) rehydrate(ctx context.Context, p *prepared, attempt int, answer []byte) (*rehydratedDoc, error) {
-	cl, err := api.Dial(d.sock)
+	cl, err := d.c.dialSocket(d.sock)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func (d *demo) run(ctx context.Context, verifierMode string) error {
 		r, err := d.refusedWith(func() error { _, err := d.rehydrate(ctx, q, attempt, ans); return err })
 		d.check(tc.what+" refuses the whole return "+string(tc.code), err == nil && r.Code == tc.code, reasonText(r, err))
 		if i == 0 {
-			cl, derr := api.Dial(d.sock)
+			cl, derr := d.c.dialSocket(d.sock)
 			if derr == nil {
 				info, serr := cl.Show(ctx, q.lease)
 				cl.Close()

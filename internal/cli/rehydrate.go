@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/privacycut/privacycut/grammar"
@@ -94,7 +96,25 @@ func (c *Cmd) dialVault(flagValue string) (*api.Client, error) {
 	if sock == "" {
 		return nil, usagef("%v", errNoVault)
 	}
-	cl, err := api.Dial(sock)
+	return c.dialSocket(sock)
+}
+
+// dialSocket connects to the vault at sock. The vault must run as root, as
+// this process's uid, or as a uid $PRIVACYCUT_VAULT_UID names (a
+// comma-separated list: a vaultd under a service account); the kernel's
+// word for the server's uid is checked on every connection.
+func (c *Cmd) dialSocket(sock string) (*api.Client, error) {
+	var opt api.DialOptions
+	if v := c.Getenv("PRIVACYCUT_VAULT_UID"); v != "" {
+		for _, f := range strings.Split(v, ",") {
+			uid, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32)
+			if err != nil {
+				return nil, usagef("$PRIVACYCUT_VAULT_UID must be a comma-separated list of uids")
+			}
+			opt.ServerUIDs = append(opt.ServerUIDs, uint32(uid))
+		}
+	}
+	cl, err := api.DialWith(sock, opt)
 	if err != nil {
 		return nil, fmt.Errorf("vault: %w", err)
 	}

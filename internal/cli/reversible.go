@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/privacycut/privacycut/censor"
@@ -77,9 +76,9 @@ func (c *Cmd) reversibleSource(ctx context.Context, f *prepareFlags, in *inputs)
 		c.hintf("%v", errNoVault)
 		return nil, nil, c.refuse(f.asJSON, []grammar.Refusal{{Code: receipts.VaultProfileNotProven, Part: -1, Kind: "vault"}}, nil)
 	}
-	cl, err := api.Dial(sock)
+	cl, err := c.dialSocket(sock)
 	if err != nil {
-		return nil, nil, fmt.Errorf("vault: %w", err)
+		return nil, nil, err
 	}
 	st, err := cl.Status(ctx)
 	if err != nil {

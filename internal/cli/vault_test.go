@@ -146,6 +146,25 @@ func TestVaultStatus(t *testing.T) {
 	}
 }
 
+// TestVaultUID: $PRIVACYCUT_VAULT_UID names further uids the vault may run
+// as; a malformed list is a usage error, and a list without the vault's
+// uid still lets root's and the caller's own vault through.
+func TestVaultUID(t *testing.T) {
+	f := newVaultFixture(t)
+	for _, tc := range []struct {
+		uids string
+		code int
+	}{
+		{"65534", ExitOK}, {"65534, 998", ExitOK}, {"", ExitOK},
+		{"nobody", ExitUsage}, {"65534,", ExitUsage}, {"-1", ExitUsage}, {"4294967296", ExitUsage},
+	} {
+		f.env = map[string]string{"PRIVACYCUT_VAULT_UID": tc.uids}
+		if code, _, errb := f.cut(t, "vault", "status"); code != tc.code {
+			t.Errorf("PRIVACYCUT_VAULT_UID=%q: exit %d, want %d: %s", tc.uids, code, tc.code, errb)
+		}
+	}
+}
+
 func TestVaultUsageAndUnreachable(t *testing.T) {
 	e := newTestEnv(t)
 	tests := []struct {

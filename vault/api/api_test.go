@@ -401,6 +401,71 @@ func TestListen(t *testing.T) {
 	if _, err := Listen(filepath.Join(wide, "v.sock")); err == nil {
 		t.Errorf("Listen in a 0755 directory succeeded")
 	}
+	// A 0700 directory of another uid: its owner could swap the socket.
+	if os.Geteuid() == 0 {
+		other := filepath.Join(d, "other")
+		os.Mkdir(other, 0o700)
+		if err := os.Chown(other, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Listen(filepath.Join(other, "v.sock")); err == nil || !strings.Contains(err.Error(), "not owned") {
+			t.Errorf("Listen in another uid's 0700 directory: %v", err)
+		}
+	}
+}
+
+// TestTrustedServer: the client trusts a vault running as root, as its own
+// uid or as a uid it was given, and no other.
+func TestTrustedServer(t *testing.T) {
+	trust := trustedServer(1000, []uint32{998})
+	for uid, want := range map[uint32]bool{0: true, 1000: true, 998: true, 65534: false, 1001: false} {
+		if trust(uid) != want {
+			t.Errorf("uid %d: trusted %v, want %v", uid, !want, want)
+		}
+	}
+}
+
+// TestClientRefusesUntrustedServer: a vault served by a uid the client does
+// not trust is refused when dialed, and, when it only appears after the
+// dial, in the handshake of the connection: no call reaches it.
+func TestClientRefusesUntrustedServer(t *testing.T) {
+	f := start(t, ServerOptions{})
+	ctx := context.Background()
+	self := uint32(os.Geteuid())
+	distrust := func(uid uint32) bool { return uid != self }
+	if _, err := dial(f.sock, distrust); !errors.Is(err, ErrServerUntrusted) {
+		t.Fatalf("dial: %v, want ErrServerUntrusted", err)
+	}
+	// The positive control: the same server, trusted.
+	c, err := dial(f.sock, func(uint32) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Status(ctx); err != nil {
+		t.Fatalf("trusted server: %v", err)
+	}
+	// Dialed before anyone listens, then served by the untrusted uid.
+	late := filepath.Join(t.TempDir(), "run", "late.sock")
+	lc, err := dial(late, distrust)
+	if err != nil {
+		t.Fatalf("dial before the server: %v", err)
+	}
+	defer lc.Close()
+	l, err := Listen(late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(f.v, ServerOptions{})
+	go srv.Serve(l)
+	defer srv.Stop()
+	before := srv.Calls()
+	if _, err := lc.Status(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("call to an untrusted server: %v, want ErrUnavailable", err)
+	}
+	if srv.Calls() != before {
+		t.Errorf("a call reached the untrusted server")
+	}
 }
 
 // TestPeerCredentials: a connection from a uid not on the allow-list is

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
+	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,17 +36,53 @@ type Client struct {
 	sealKey [seal.KeySize]byte // the last public key Status returned, zero when none
 }
 
-// Dial connects to the vault's unix socket. The connection is lazy: an
-// unreachable vault shows as ErrUnavailable on the first call.
-func Dial(socketPath string) (*Client, error) {
+// DialOptions are the options of DialWith.
+type DialOptions struct {
+	// ServerUIDs are uids the vault may run as besides root and this
+	// process's effective uid (a vaultd under a service account).
+	ServerUIDs []uint32
+}
+
+// Dial connects to the vault's unix socket with the default options. The
+// connection is lazy: an unreachable vault shows as ErrUnavailable on the
+// first call.
+func Dial(socketPath string) (*Client, error) { return DialWith(socketPath, DialOptions{}) }
+
+// DialWith connects to the vault's unix socket. The process listening there
+// must run as root, as this process's effective uid or as one of
+// opt.ServerUIDs, as the kernel reports it (SO_PEERCRED): otherwise anyone
+// who could put a socket at the path would be sent owner values sealed to
+// a key of theirs. That is checked once here, so that an untrusted server
+// is ErrServerUntrusted at once, and again in the handshake of every
+// connection gRPC makes. An unreachable socket is left to the first call.
+func DialWith(socketPath string, opt DialOptions) (*Client, error) {
+	return dial(socketPath, trustedServer(os.Geteuid(), opt.ServerUIDs))
+}
+
+func dial(socketPath string, trust func(uid uint32) bool) (*Client, error) {
+	if c, err := net.DialTimeout("unix", socketPath, time.Second); err == nil {
+		info, perr := peerCred(c)
+		c.Close()
+		if perr == nil && !trust(info.UID) {
+			return nil, &service.Error{Op: "dial", Err: ErrServerUntrusted}
+		}
+	}
 	conn, err := grpc.NewClient("unix:"+socketPath,
-		grpc.WithTransportCredentials(&peerCreds{}),
+		grpc.WithTransportCredentials(&peerCreds{trust: trust}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)),
 	)
 	if err != nil {
 		return nil, &service.Error{Op: "dial", Err: ErrUnavailable}
 	}
 	return &Client{conn: conn, c: vaultpb.NewVaultClient(conn)}, nil
+}
+
+// trustedServer returns the client's check of the server's uid: root, euid
+// or one of extra.
+func trustedServer(euid int, extra []uint32) func(uint32) bool {
+	return func(uid uint32) bool {
+		return uid == 0 || int64(uid) == int64(euid) || slices.Contains(extra, uid)
+	}
 }
 
 // Close closes the connection.

@@ -28,6 +28,10 @@ func (p PeerInfo) Principal() string { return "uid:" + strconv.FormatUint(uint64
 // ErrPeerRejected: the peer's uid is not on the allow-list.
 var ErrPeerRejected = errors.New("api: peer uid not on the allow-list")
 
+// ErrServerUntrusted: the process listening on the vault's socket runs as
+// a uid the client does not trust.
+var ErrServerUntrusted = errors.New("api: the vault's socket is served by an untrusted uid")
+
 // errNotUnix: the transport is not a unix socket, so it has no peer
 // credentials.
 var errNotUnix = errors.New("api: connection is not a unix socket")
@@ -62,11 +66,13 @@ func peerCred(conn net.Conn) (PeerInfo, error) {
 // reads every new connection's SO_PEERCRED during the handshake, before
 // gRPC reads a single frame, and refuses a uid that is not allowed: such a
 // connection is closed and no handler ever runs for it. On the client it
-// records the server's credentials. It adds no encryption: the socket is
-// local and its directory is 0700.
+// refuses a server whose uid it does not trust, and records the server's
+// credentials. It adds no encryption: the socket is local and its
+// directory is 0700.
 type peerCreds struct {
 	allow    func(uid uint32) bool // nil on the client
 	onReject func(uid uint32)
+	trust    func(uid uint32) bool // the client's check of the server; nil on the server
 }
 
 func (c *peerCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
@@ -90,6 +96,10 @@ func (c *peerCreds) ClientHandshake(_ context.Context, _ string, conn net.Conn) 
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
+	}
+	if c.trust == nil || !c.trust(info.UID) {
+		conn.Close()
+		return nil, nil, ErrServerUntrusted
 	}
 	return conn, info, nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/privacycut/privacycut/lease"
@@ -149,6 +150,9 @@ func Listen(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("api: socket directory %s is not a directory", dir)
 	case fi.Mode().Perm()&0o077 != 0:
 		return nil, fmt.Errorf("api: socket directory %s has mode %#o; want 0700", dir, fi.Mode().Perm())
+	case !ownedByEUID(fi):
+		// Its owner could replace the socket with one of their own.
+		return nil, fmt.Errorf("api: socket directory %s is not owned by vaultd's uid", dir)
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
@@ -442,3 +446,9 @@ func (s *handler) ProveErasure(ss grpc.ClientStreamingServer[vaultpb.ProveErasur
 }
 
 var _ io.Reader = (*chunkReader)(nil)
+
+// ownedByEUID reports whether fi belongs to this process's effective uid.
+func ownedByEUID(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int64(st.Uid) == int64(os.Geteuid())
+}
