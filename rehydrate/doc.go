@@ -75,8 +75,11 @@
 //	  more than N at this schema path   TOKEN_OVER_CARDINALITY
 //	  otherwise                         substituted
 //	at any other path (unmarked, or marked for another purpose):
-//	  exactly a token of the lease's namespace that Lookup reports issued
-//	                                    TOKEN_WRONG_PATH
+//	  exactly token-shaped, another namespace
+//	                                    TOKEN_OTHER_NAMESPACE
+//	  exactly token-shaped, the lease's namespace:
+//	    Lookup: issued                  TOKEN_WRONG_PATH
+//	    Lookup: not issued              TOKEN_NOT_ISSUED
 //	  anything else                     prose: kept byte for byte, never scanned
 //
 // "Not exactly token-shaped" covers every near miss: an edit in the prefix

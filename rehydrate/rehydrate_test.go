@@ -132,6 +132,17 @@ func nearMissCorpus(f *fixture) []nearMiss {
 		receipts.TokenWrongPath, "$.findings[1].advice", jq(f.team)})
 	add(nearMiss{"exact token at a path marked for another purpose",
 		`{"findings":[],"audit_owner":` + jq(mod) + `}`, receipts.TokenWrongPath, "$.audit_owner", jq(mod)})
+	// Token-shaped strings that are not this lease's tokens, at unmarked
+	// paths: refused as at a marked one (invented or altered; another
+	// namespace), not passed through as prose.
+	altered := flip(mod, len(mod)-3)
+	add(nearMiss{"altered token at an unmarked path",
+		`{"findings":[],"summary":` + jq(altered) + `}`, receipts.TokenNotIssued, "$.summary", jq(altered)})
+	add(nearMiss{"another lease's token at an unmarked path",
+		`{"findings":[],"summary":` + jq(f.otherMod) + `}`, receipts.TokenOtherNamespace, "$.summary", jq(f.otherMod)})
+	add(nearMiss{"issued, not disclosed, at an unmarked path",
+		`{"findings":[{"owner_module":` + jq(mod) + `,"advice":` + jq(f.hidden) + `}]}`,
+		receipts.TokenNotIssued, "$.findings[0].advice", jq(f.hidden)})
 	// Over-cardinality: the marking allows 3 at $.findings[*].owner_module.
 	four := `{"findings":[` + strings.Repeat(`{"owner_module":`+jq(mod)+`},`, 3) + `{"owner_module":` + jq(mod) + `}]}`
 	add(nearMiss{"over cardinality (same token)", four, receipts.TokenOverCardinality, "$.findings[3].owner_module", jq(mod)})
@@ -276,20 +287,18 @@ func TestRehydrateSubstitutes(t *testing.T) {
 	}
 }
 
-// Prose is kept byte for byte and never scanned: Lookup sees only the
-// strings that are exactly token-shaped with the lease's namespace.
+// Prose is kept byte for byte and never scanned: Lookup sees no string that
+// is not exactly token-shaped (those are refused, nearMisses).
 func TestProseUntouchedAndUnscanned(t *testing.T) {
 	s := mustSchema(t, testSchemaDoc)
 	f := newFixture()
-	notIssued := flip(f.mod, len(f.mod)-3) // token-shaped, this namespace, never issued
 	prose := []string{
 		"the owner is " + f.mod + ", ask them",
 		f.mod + " " + f.team,
 		f.mod + f.mod,
 		"(" + f.person + ")",
 		strings.ToUpper(f.mod),
-		f.otherMod, // exactly a token, of another namespace: prose
-		notIssued,  // exactly token-shaped, this namespace, not issued: prose
+		"owned by " + f.otherMod,
 		"",
 		"pcv:",
 		strings.Repeat(f.team[:30], 100),
@@ -336,8 +345,7 @@ func TestProseUntouchedAndUnscanned(t *testing.T) {
 		t.Errorf("Lookup calls (-want +got):\n%s", diff)
 	}
 
-	// Each prose string alone at an unmarked path: only the two that are
-	// exactly token-shaped with this namespace are looked up, and kept.
+	// Each prose string alone at an unmarked path: kept, never looked up.
 	for _, p := range prose {
 		f := newFixture()
 		doc := `{"findings":[],"summary":` + jq(p) + `}`
@@ -348,13 +356,8 @@ func TestProseUntouchedAndUnscanned(t *testing.T) {
 		if want := `{"findings":[],"summary":` + jq(p) + `}`; string(res.Output) != want {
 			t.Error("prose changed")
 		}
-		lookups, appends := f.iss.counts()
-		wantLookups := 0
-		if p == notIssued {
-			wantLookups = 1
-		}
-		if lookups != wantLookups || appends != 0 {
-			t.Errorf("prose %d bytes: Lookup %d (want %d), AppendValue %d (want 0)", len(p), lookups, wantLookups, appends)
+		if lookups, appends := f.iss.counts(); lookups != 0 || appends != 0 {
+			t.Errorf("prose %d bytes: Lookup %d, AppendValue %d (want 0, 0)", len(p), lookups, appends)
 		}
 	}
 }

@@ -265,15 +265,21 @@ func (v *validator) walk(val *receipts.Value, n *node) error {
 		return v.refuseValue(receipts.MalformedRecord, val, reasonTooLong)
 	}
 	if !n.markedFor(v.lease.Purpose) {
-		// Prose, or a string marked for another purpose: only a string
-		// that is exactly a token of this namespace is looked up, and an
-		// issued one is refused. Nothing else is examined or changed.
-		if ns, _, ok := parseToken(val.Str); ok && string(ns) == v.lease.Namespace {
-			if _, issued := v.iss.Lookup(val.Str); issued {
-				return v.refuseValue(receipts.TokenWrongPath, val, reasonWrongPath)
-			}
+		// Prose, or a string marked for another purpose: a string that is
+		// exactly token-shaped is refused (another namespace's, one this
+		// lease never issued, or an issued one out of place); nothing else
+		// is examined or changed, and no substring is ever looked at.
+		ns, _, ok := parseToken(val.Str)
+		switch {
+		case !ok:
+			return nil
+		case string(ns) != v.lease.Namespace:
+			return v.refuseValue(receipts.TokenOtherNamespace, val, reasonOtherNS)
 		}
-		return nil
+		if _, issued := v.iss.Lookup(val.Str); issued {
+			return v.refuseValue(receipts.TokenWrongPath, val, reasonWrongPath)
+		}
+		return v.refuseValue(receipts.TokenNotIssued, val, reasonNotIssued)
 	}
 	mk := n.mark
 	ns, cat, ok := parseToken(val.Str)
