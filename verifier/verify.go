@@ -70,6 +70,15 @@ func Verify(req Request) (v receipts.Verification) {
 	return c.run()
 }
 
+// Unverifiable is the verification of inputs that never reached a check
+// (a bundle that is not a CutBundle@1): every claim fails with detail, which
+// must hold no input bytes, and no digest is given.
+func Unverifiable(detail string) receipts.Verification {
+	v := failAll(Request{}, detail)
+	v.ExportDigest = ""
+	return v
+}
+
 // failAll is the verification of a run that could not complete.
 func failAll(req Request, detail string) receipts.Verification {
 	v := receipts.Verification{

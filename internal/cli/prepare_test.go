@@ -71,6 +71,53 @@ func TestPrepareVerify(t *testing.T) {
 	}
 }
 
+// TestVerifyMalformedBundle: a bundle that is not a strict CutBundle@1 does
+// not verify (exit 4, every claim failed, in JSON and in text), and the
+// verdict names no byte of it; an unreadable file stays an operational
+// error (exit 1).
+func TestVerifyMalformedBundle(t *testing.T) {
+	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
+	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
+	if code != ExitOK {
+		t.Fatalf("prepare: exit %d: %s", code, errb)
+	}
+	good := string(bytes.TrimSpace(out))
+	const marker = "TAMPER-MARKER-7d1f"
+	for name, doc := range map[string]string{
+		"unknown field":  strings.TrimSuffix(good, "}") + `,"` + marker + `":1}`,
+		"another schema": strings.Replace(good, `"CutBundle@1"`, `"CutBundle@2"`, 1),
+		"not JSON":       marker + good,
+		"duplicate key":  strings.TrimSuffix(good, "}") + `,"export_digest":"` + marker + `"}`,
+		"truncated":      good[:len(good)/2],
+	} {
+		t.Run(name, func(t *testing.T) {
+			bundle := e.write(t, "bundle.json", doc)
+			for _, asJSON := range []bool{true, false} {
+				args := []string{"verify", "--vocab", e.vocab, "--plan", plan, "--source", proj, "--verifier", "inprocess", bundle}
+				if asJSON {
+					args = append(args, "--json")
+				}
+				code, out, errb := e.run(t, args...)
+				if code != ExitVerifyNo || bytes.Contains(out, []byte(marker)) || bytes.Contains(errb, []byte(marker)) {
+					t.Fatalf("json %v: exit %d\n%s\n%s", asJSON, code, out, errb)
+				}
+				if !asJSON {
+					continue
+				}
+				var v receipts.Verification
+				decodeStrict(t, out, &v)
+				if v.Verdict != "fail" || len(v.Failed()) != len(v.Claims) || len(v.Claims) != 8 {
+					t.Fatalf("verdict %+v", v)
+				}
+			}
+		})
+	}
+	if code, _, _ := e.run(t, "verify", "--vocab", e.vocab, "--plan", plan, "--source", proj, "--verifier", "inprocess",
+		filepath.Join(e.dir, "missing.json")); code != ExitError {
+		t.Fatalf("missing bundle: exit %d, want 1", code)
+	}
+}
+
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {
