@@ -17,7 +17,10 @@
 // (the same pair gives the same token; a new lease gives a new namespace),
 // wipes the namespace key, builds the map in fixed arena slots, seals it
 // under a fresh 32-byte data key with XChaCha20-Poly1305 and associated
-// data "privacycut/map/v1" ‖ lease id ‖ grant epoch (8 bytes, big-endian),
+// data "privacycut/map/v2" and the lease's grant fields (id, run, attempt,
+// target, purpose, namespace, source digest, station, principal, epoch,
+// grant time and deadline; mapAAD), so that a lease record changed in the
+// store no longer opens its map,
 // wraps the data key under the current epoch (durably), and commits the
 // lease record and the ciphertext in one Badger transaction. Bind checks the
 // export's digest and that every issued token occurs in it. Claim, Consume,

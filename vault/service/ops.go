@@ -143,7 +143,7 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 		return CreateResult{}, v.fail(op, err)
 	}
 	defer dek.Wipe()
-	sealed, err := sealMap(dek, m, l.ID, l.KeyEpoch)
+	sealed, err := sealMap(dek, m, &l)
 	if err != nil {
 		return CreateResult{}, v.fail(op, err)
 	}
@@ -237,7 +237,7 @@ func (v *Vault) issue(ns string, req *seal.Request, values *arena.Secret) ([]str
 
 // sealMap encrypts the map plaintext under the data key with
 // XChaCha20-Poly1305: a 24-byte random nonce followed by the ciphertext.
-func sealMap(dek, m *arena.Secret, leaseID string, epoch uint64) ([]byte, error) {
+func sealMap(dek, m *arena.Secret, l *lease.Lease) ([]byte, error) {
 	var out []byte
 	err := dek.Reveal(func(k []byte) error {
 		aead, err := chacha20poly1305.NewX(k)
@@ -247,7 +247,7 @@ func sealMap(dek, m *arena.Secret, leaseID string, epoch uint64) ([]byte, error)
 		return m.Reveal(func(p []byte) error {
 			out = make([]byte, aead.NonceSize(), aead.NonceSize()+len(p)+aead.Overhead())
 			rand.Read(out)
-			out = aead.Seal(out, out, p, mapAAD(leaseID, epoch))
+			out = aead.Seal(out, out, p, mapAAD(l))
 			return nil
 		})
 	})
@@ -267,7 +267,7 @@ func decryptMap(a *arena.Arena, dek *arena.Secret, l lease.Lease, sealed []byte)
 		if err != nil {
 			return err
 		}
-		s, err = a.Open(aead, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], mapAAD(l.ID, l.KeyEpoch))
+		s, err = a.Open(aead, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], mapAAD(&l))
 		return err
 	})
 	if errors.Is(err, arena.ErrAuth) {

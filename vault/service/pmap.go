@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/arena"
 	"github.com/privacycut/privacycut/vault/seal"
@@ -326,13 +327,26 @@ func (m *Map) MarshalBinary() ([]byte, error) { return nil, errEncode }
 
 var errEncode = &Error{Op: "encode", Err: ErrInvalid, Field: "map"}
 
-// mapAAD binds a sealed map to its lease and grant epoch:
-// "privacycut/map/v1" ‖ lease id ‖ epoch (8 bytes, big-endian).
-func mapAAD(leaseID string, epoch uint64) []byte {
-	b := make([]byte, 0, 17+len(leaseID)+8)
-	b = append(b, "privacycut/map/v1"...)
-	b = append(b, leaseID...)
-	return binary.BigEndian.AppendUint64(b, epoch)
+// mapAAD binds a sealed map to its lease's grant: "privacycut/map/v2", then
+// the lease id, run, target, purpose, namespace, source digest, station and
+// principal (each a 4-byte big-endian length and its bytes), the attempt (4
+// bytes), the grant epoch (8 bytes) and the grant time and deadline (8
+// bytes each, Unix nanoseconds), all big-endian. The lease record itself
+// is not authenticated in the store: a record changed there (by a doctored
+// backup restored over a lost state directory, say) to give the map to
+// another principal or a later deadline no longer opens it
+// (LEASE_UNRECOVERABLE). Fields set at Bind are not bound: Bind checks them.
+func mapAAD(l *lease.Lease) []byte {
+	b := make([]byte, 0, 128+len(l.ID)+len(l.Run)+len(l.Target)+len(l.Purpose)+len(l.Principal))
+	b = append(b, "privacycut/map/v2"...)
+	for _, f := range []string{l.ID, l.Run, l.Target, l.Purpose, l.Namespace, l.SourceDigest, l.Station, l.Principal} {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
+		b = append(b, f...)
+	}
+	b = binary.BigEndian.AppendUint32(b, l.Attempt)
+	b = binary.BigEndian.AppendUint64(b, l.KeyEpoch)
+	b = binary.BigEndian.AppendUint64(b, uint64(l.CreatedAt.UnixNano()))
+	return binary.BigEndian.AppendUint64(b, uint64(l.Deadline.UnixNano()))
 }
 
 // containsAll reports whether every token occurs in b.
