@@ -197,6 +197,13 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	if out.ManifestDigest != plan.ManifestDigest {
 		return nil, planRefusal(receipts.PlanMismatch, "manifest_digest")
 	}
+	// restricted_ref is the keyed digest of the whole projection, labels
+	// and lineage included, which the manifest leaves out: a relabelled
+	// projection is refused here, before any token is asked for, not only
+	// by the verifier after a lease was granted.
+	if out.SourceDigest != plan.RestrictedRef {
+		return nil, planRefusal(receipts.PlanMismatch, "restricted_ref")
+	}
 	if err := checkUtility(plan, res.Stats); err != nil {
 		return nil, err
 	}

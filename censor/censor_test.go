@@ -200,6 +200,7 @@ func TestPlanMismatch(t *testing.T) {
 		code   receipts.Code
 	}{
 		{"manifest_digest", func(p *receipts.Plan) { p.ManifestDigest = "hmac-sha256:00" }, receipts.PlanMismatch},
+		{"restricted_ref", func(p *receipts.Plan) { p.RestrictedRef = "hmac-sha256:" + strings.Repeat("0", 64) }, receipts.PlanMismatch},
 		{"vocabulary_digest", func(p *receipts.Plan) { p.VocabularyDigest = "sha256:00" }, receipts.PlanMismatch},
 		{"mode", func(p *receipts.Plan) { p.Mode = receipts.ModeReversible }, receipts.PlanMismatch},
 		{"target", func(p *receipts.Plan) { p.Target = "ftp://model.example/" }, receipts.PlanMismatch},

@@ -135,6 +135,15 @@ func TestPrepareRefusals(t *testing.T) {
 	if code != ExitRefused || !bytes.Contains(out, []byte(`"code":"PLAN_MISMATCH"`)) || !bytes.Contains(errb, []byte("manifest_digest")) {
 		t.Fatalf("changed projection: exit %d\n%s\n%s", code, out, errb)
 	}
+	// The same texts under another label (only labels and lineage
+	// changed): the manifest matches, restricted_ref does not. Refused
+	// before any token is issued, not left to the verifier (exit 4).
+	e.write(t, "p.json", strings.ReplaceAll(projection(okRecord, "ask triage.rank-by-severity owner.team=\""+canary+"-team\"\n"),
+		`"lineage":["sha256:l"]`, `"lineage":["sha256:m"]`))
+	code, out, errb = e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
+	if code != ExitRefused || !bytes.Contains(out, []byte(`"code":"PLAN_MISMATCH"`)) || !bytes.Contains(errb, []byte("restricted_ref")) {
+		t.Fatalf("relabelled projection: exit %d\n%s\n%s", code, out, errb)
+	}
 	// A grammar refusal.
 	e.write(t, "p.json", projection(strings.Replace(okRecord, "affected", "exploited", 1)))
 	code, out, errb = e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
