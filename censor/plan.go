@@ -134,7 +134,7 @@ func CheckPlan(p *receipts.Plan, v *grammar.Vocabulary, mode string) (grammar.Ca
 		return bad("consumer")
 	case p.Purpose == "":
 		return bad("purpose")
-	case !absoluteHTTP(p.Target):
+	case !ValidTarget(p.Target):
 		return bad("target")
 	case p.MaxUses < 1:
 		return bad("max_uses")
@@ -196,7 +196,9 @@ func CheckExpiry(p *receipts.Plan, now time.Time) error {
 	return nil
 }
 
-func absoluteHTTP(s string) bool {
+// ValidTarget reports whether s is a target a plan may name: an absolute
+// http or https URL with a host and no user info or fragment.
+func ValidTarget(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil && u.Fragment == ""
 }

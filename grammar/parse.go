@@ -96,9 +96,14 @@ type Refusal struct {
 func (r *Refusal) Error() string { return "grammar: " + r.Where() + ": " + string(r.Code) }
 
 // Where formats the position as `part 1 (block) line 3 col 15 len 8`, or
-// `part 1` when the part's kind is not one of Kinds.
+// `part 1` when the part's kind is not one of Kinds. A refusal of no part
+// is `document line 1 col 12 len 5` in the projection document, or, without
+// a line, names what it concerns (its Kind: "plan", "vault"…).
 func (r *Refusal) Where() string {
 	if r.Part < 0 {
+		if r.Line == 0 && r.Kind != "" {
+			return r.Kind
+		}
 		return fmt.Sprintf("document line %d col %d len %d", r.Line, r.Column, r.Length)
 	}
 	where := fmt.Sprintf("part %d", r.Part)

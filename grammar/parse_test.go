@@ -227,3 +227,25 @@ func assertNoCanary(t testing.TB, s string) {
 		}
 	}
 }
+
+// TestRefusalWhere: positions as the human output prints them; a part whose
+// kind is not one of Kinds is named by its index only, and a refusal of no
+// part without a line names what it concerns.
+func TestRefusalWhere(t *testing.T) {
+	for _, tt := range []struct {
+		r    Refusal
+		want string
+	}{
+		{Refusal{Part: 1, Kind: "block", Line: 3, Column: 15, Length: 8}, "part 1 (block) line 3 col 15 len 8"},
+		{Refusal{Part: 2, Kind: "query"}, "part 2 (query)"},
+		{Refusal{Part: 2}, "part 2"},
+		{Refusal{Part: 0, Line: 1, Column: 2, Length: 3}, "part 0 line 1 col 2 len 3"},
+		{Refusal{Part: -1, Line: 1, Column: 12, Length: 5}, "document line 1 col 12 len 5"},
+		{Refusal{Part: -1, Kind: "plan"}, "plan"},
+		{Refusal{Part: -1}, "document line 0 col 0 len 0"},
+	} {
+		if got := tt.r.Where(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.r, got, tt.want)
+		}
+	}
+}

@@ -55,9 +55,9 @@ func (r *Refusal) Error() string {
 }
 
 // AsReason returns the refusal as printed in a refusal document (SPEC §12):
-// a refusal about the returned document has part -1 and kind "".
+// a refusal about the returned document has part -1 and kind "return".
 func (r *Refusal) AsReason() receipts.Reason {
-	return receipts.Reason{Code: r.Code, Part: -1, Kind: "", Line: r.Line, Column: r.Column, Length: r.Length, Path: r.Path}
+	return receipts.Reason{Code: r.Code, Part: -1, Kind: "return", Line: r.Line, Column: r.Column, Length: r.Length, Path: r.Path}
 }
 
 // SchemaError is the one error ParseSchema returns for a schema it refuses.

@@ -209,7 +209,11 @@ func TestNearMissCorpus(t *testing.T) {
 			}
 			assertNoSecrets(t, "error text", err.Error(), f.secrets...)
 			assertNoSecrets(t, "refusal", fmt.Sprintf("%+v %#v", r, r), f.secrets...)
-			reason, jerr := receipts.Marshal(r.AsReason())
+			ar := r.AsReason()
+			if ar.Kind != "return" || ar.Part != -1 || ar.Code != r.Code || ar.Path != r.Path || ar.Line != r.Line {
+				t.Errorf("AsReason = %+v", ar)
+			}
+			reason, jerr := receipts.Marshal(ar)
 			if jerr != nil {
 				t.Fatal(jerr)
 			}

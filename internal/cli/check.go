@@ -36,6 +36,9 @@ func runCheck(ctx context.Context, c *Cmd, args []string) error {
 	if *vocabPath == "" || len(pos) != 1 {
 		return usagef("usage: cut check --vocab V [--json] [--show-text] PROJ")
 	}
+	if *maxParents < 1 {
+		return usagef("--max-parents must be positive")
+	}
 	if *asJSON && *showText {
 		return usagef("--show-text prints input and is for the local terminal only; it cannot be combined with --json")
 	}

@@ -194,6 +194,12 @@ func TestCheckUsage(t *testing.T) {
 		{"check", "--bogus"},
 		{"nosuchcommand"},
 		{"demo", "extra"}, // before: ignored, and the whole demo ran
+		{"check", "--vocab", e.vocab, "--max-parents", "0", "p.json"},  // before: 64
+		{"check", "--vocab", e.vocab, "--max-parents", "-3", "p.json"}, // before: 64
+		{"plan", "init", "--vocab", e.vocab, "--consumer", "m:x", "--purpose", "p", "--target", "notaurl", "p.json"},
+		{"plan", "init", "--vocab", e.vocab, "--consumer", "m:x", "--purpose", "p", "--target", "ftp://h/", "p.json"},
+		{"plan", "init", "--vocab", e.vocab, "--consumer", "m:x", "--purpose", "p", "--target", "https://u@h/", "p.json"},
+		{"plan", "init", "--vocab", e.vocab, "--consumer", "m:x", "--purpose", "p", "--target", "https://h/#f", "p.json"},
 	} {
 		if code, _, _ := e.run(t, args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2", args, code)

@@ -47,6 +47,9 @@ func runPlan(ctx context.Context, c *Cmd, args []string) error {
 	if *expires <= 0 || *maxUses < 1 || *maxParents < 1 {
 		return usagef("--expires, --max-uses and --max-parents must be positive")
 	}
+	if !censor.ValidTarget(*target) {
+		return usagef("--target must be an absolute http or https URL, without user info or fragment")
+	}
 	kind, id, ok := strings.Cut(*consumer, ":")
 	if !ok || kind == "" || id == "" {
 		return usagef("--consumer is KIND:ID")
