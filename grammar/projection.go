@@ -113,6 +113,11 @@ func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
 			r.Offset, r.Length = m.Off, m.End-m.Off
 			r.Line, r.Column = position(data, m.Off)
 		}
+		// A document that is not an object lacks every member at 1:1:
+		// one reason, not one per member.
+		if n := len(refs); n > 0 && refs[n-1] == r {
+			return
+		}
 		refs = append(refs, r)
 	}
 	if d.Schema != ProjectionSchema {

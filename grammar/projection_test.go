@@ -151,6 +151,12 @@ func TestLoadProjectionRefuses(t *testing.T) {
 			assertNoCanary(t, got.Error())
 		})
 	}
+	// Not an object: one reason, not one per missing member.
+	for _, doc := range []string{`null`, `[]`, `"x"`, `{}`} {
+		if _, refs := LoadProjection([]byte(doc), LoadOptions{}); len(refs) != 1 || refs[0].Code != receipts.MalformedRecord {
+			t.Errorf("%s: %v", doc, refs)
+		}
+	}
 	if _, refs := LoadProjection([]byte(part(ok)), LoadOptions{MaxBytes: 10}); len(refs) != 1 || refs[0].Code != receipts.LimitExceeded {
 		t.Errorf("size limit: %v", refs)
 	}
