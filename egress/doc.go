@@ -88,7 +88,8 @@
 //   - Journal lines and error texts hold event ids, codes, fixed reason
 //     words, the sealed export's digest and use numbers only: never body
 //     bytes, never a digest of bytes that were not sealed, never plan
-//     contents beyond what the seal binds.
+//     contents beyond what the seal binds. A refusal decision does not
+//     repeat the caller's target or consumer either.
 //   - Bytes registered with DenyLocal (a rehydrated result) are never
 //     admitted, under any seal.
 //

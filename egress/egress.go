@@ -430,6 +430,9 @@ func (a *Authority) Admit(eventID string, body []byte, target string, consumer r
 // when no seal was found; otherwise its lock is held.
 func (a *Authority) refuseAdmit(d receipts.EgressDecision, s *seal, code receipts.Code, reason string, now time.Time) (receipts.EgressDecision, error) {
 	d.Admit, d.Use, d.Code, d.Reason = false, 0, code, reason
+	// A refused target or consumer is the caller's, not the plan's: it is
+	// not repeated in evidence (a URL can carry anything).
+	d.Target, d.Consumer = "", receipts.Consumer{}
 	e := &Error{Op: "admit", Code: code, Reason: reason, EventID: d.EventID}
 	ent := Entry{
 		EventID: d.EventID, Time: now.UTC(), Kind: "refusal", Command: "admit",

@@ -316,7 +316,7 @@ func TestAdmitRefusals(t *testing.T) {
 			}
 			want := receipts.EgressDecision{
 				Schema: receipts.SchemaEgress, EventID: d.EventID, Admit: false,
-				Code: tt.code, Reason: tt.reason, Target: tt.call.target, Consumer: tt.call.consumer,
+				Code: tt.code, Reason: tt.reason, // no caller-supplied target or consumer
 				DecidedAt: clk.t.Format(time.RFC3339Nano),
 			}
 			wantEntry := egress.Entry{EventID: d.EventID, Time: clk.t, Kind: "refusal", Command: "admit",
