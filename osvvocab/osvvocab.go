@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -74,9 +75,10 @@ type Stats struct {
 	// other ecosystems.
 	OtherRanges, OtherEcosystems int
 	// Module-versions lines: versions added, lines about modules the entries
-	// do not name, lines with a replacement ("=>"), and versions that are
-	// not "v…" vocabulary items.
-	VersionsAdded, VersionsOutside, VersionsReplaced, VersionsInvalid int
+	// do not name, lines with a replacement ("=>"), versions that are not
+	// "v…" vocabulary items, and pseudo-versions left out (without
+	// AllowPseudoVersions).
+	VersionsAdded, VersionsOutside, VersionsReplaced, VersionsInvalid, VersionsPseudo int
 }
 
 // Builder collects the items of OSV entries. The zero value is not usable;
@@ -87,6 +89,7 @@ type Builder struct {
 	modules     map[string]map[string]bool
 	extra       [][]byte // module-versions files, applied by Build
 	extraNames  []string
+	pseudo      bool // take pseudo-versions from module-versions files
 	total       int64
 	stats       Stats
 }
@@ -317,6 +320,20 @@ func (b *Builder) AddModuleVersions(name string, data []byte) error {
 	return nil
 }
 
+// AllowPseudoVersions makes Build take pseudo-versions
+// ("v0.0.0-20220722155237-a158d28d115b") from module-versions files too.
+// By default it leaves them out: a pseudo-version names a commit, and a
+// module served under its public path from a private mirror or proxy has
+// commits nobody outside knows; as a vocabulary item it would leave in
+// every export that names it. Pseudo-versions the OSV entries themselves
+// name are public and always kept.
+func (b *Builder) AllowPseudoVersions() { b.pseudo = true }
+
+// pseudoVersion matches Go's three pseudo-version forms (vX.0.0-, vX.Y.Z-pre.0.
+// and vX.Y.(Z+1)-0., then a 14-digit UTC time, '-' and a commit prefix,
+// optionally +incompatible or other build metadata).
+var pseudoVersion = regexp.MustCompile(`^v[0-9]+\.(0\.0-|[0-9]+\.[0-9]+-([^+]*\.)?0\.)[0-9]{14}-[A-Za-z0-9]+(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+
 func (b *Builder) applyModuleVersions(st *Stats) error {
 	for i, data := range b.extra {
 		for n, line := range bytes.Split(data, []byte("\n")) {
@@ -342,10 +359,15 @@ func (b *Builder) applyModuleVersions(st *Stats) error {
 					st.VersionsInvalid++
 					continue
 				}
-				if !vers[v] {
-					vers[v] = true
-					st.VersionsAdded++
+				if vers[v] {
+					continue
 				}
+				if !b.pseudo && pseudoVersion.MatchString(v) {
+					st.VersionsPseudo++
+					continue
+				}
+				vers[v] = true
+				st.VersionsAdded++
 			}
 		}
 	}

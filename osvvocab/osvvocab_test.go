@@ -82,7 +82,7 @@ func TestBuildGolden(t *testing.T) {
 		Files: 8, Entries: 5, NotEntries: 3, Ignored: 1,
 		Skipped:     map[string]int{"diagnostic": 2, "citation": 4, "module": 1, "version": 2},
 		OtherRanges: 1, OtherEcosystems: 1,
-		VersionsAdded: 6, VersionsOutside: 3, VersionsReplaced: 1, VersionsInvalid: 2,
+		VersionsAdded: 5, VersionsOutside: 3, VersionsReplaced: 1, VersionsInvalid: 2, VersionsPseudo: 1,
 	}
 	if d := cmp.Diff(wantStats, v.Stats); d != "" {
 		t.Errorf("stats (-want +got):\n%s", d)
@@ -109,6 +109,7 @@ func TestBuildGolden(t *testing.T) {
 		{"versions[] ignored", !gv.HasVersion("github.com/example/quirks", "v1.2.1")},
 		{"npm package ignored", !gv.HasModule("left-pad")},
 		{"module-versions: in-use version", gv.HasVersion("golang.org/x/text", "v0.3.7")},
+		{"module-versions: pseudo-version left out", !gv.HasVersion("golang.org/x/net", "v0.0.0-20220722155237-a158d28d115b")},
 		{"module-versions: stdlib", gv.HasVersion("stdlib", "v1.19.2")},
 		{"module-versions: private module never", !gv.HasModule("git.corp.example/payments/shared")},
 		{"module-versions: main module never", !gv.HasModule("git.corp.example/payments/ledger")},
@@ -427,4 +428,44 @@ func FuzzAddEntry(f *testing.F) {
 			t.Fatalf("accepted entry does not build: %v", err)
 		}
 	})
+}
+
+// TestPseudoVersions: pseudo-versions from a module-versions file are left
+// out unless allowed; one the OSV entries name is kept either way; release
+// and pre-release versions are not pseudo-versions.
+func TestPseudoVersions(t *testing.T) {
+	const x = "golang.org/x/net"
+	mv := []byte(x + " v0.0.0-20220722155237-a158d28d115b v0.0.0-20220906165146-f3363e06e74c v0.3.1-0.20220101000000-0123456789ab v0.4.0-rc.1.0.20220101000000-0123456789ab v1.2.3-rc.1 v0.1.0\n")
+	for _, allow := range []bool{false, true} {
+		v := build(t, func(b *Builder) {
+			if err := b.AddPath(dbDir); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.AddModuleVersions("mv", mv); err != nil {
+				t.Fatal(err)
+			}
+			if allow {
+				b.AllowPseudoVersions()
+			}
+		})
+		gv, err := grammar.LoadVocabulary(v.JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ver, want := range map[string]bool{
+			"v0.0.0-20220722155237-a158d28d115b":        allow,
+			"v0.3.1-0.20220101000000-0123456789ab":      allow,
+			"v0.4.0-rc.1.0.20220101000000-0123456789ab": allow,
+			"v0.0.0-20220906165146-f3363e06e74c":        true, // an OSV event
+			"v1.2.3-rc.1":                               true,
+			"v0.1.0":                                    true,
+		} {
+			if gv.HasVersion(x, ver) != want {
+				t.Errorf("allow %v: %s in the vocabulary: %v, want %v", allow, ver, !want, want)
+			}
+		}
+		if wantSkipped := map[bool]int{false: 3, true: 0}[allow]; v.Stats.VersionsPseudo != wantSkipped {
+			t.Errorf("allow %v: %d pseudo-versions left out, want %d", allow, v.Stats.VersionsPseudo, wantSkipped)
+		}
+	}
 }

@@ -33,7 +33,7 @@ func TestVocabBuild(t *testing.T) {
 	e := newTestEnv(t)
 	osvDir := filepath.Join(importerTestdata, "osv")
 	mv := filepath.Join(importerTestdata, "modversions.txt")
-	code, out, errb := e.run(t, "vocab", "build", "--osv", osvDir, "--module-versions", mv, "--revision", "importer-fixture")
+	code, out, errb := e.run(t, "vocab", "build", "--osv", osvDir, "--module-versions", mv, "--pseudo-versions", "--revision", "importer-fixture")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
@@ -69,13 +69,21 @@ func TestVocabBuild(t *testing.T) {
 	zw.Close()
 	os.WriteFile(zpath, buf.Bytes(), 0o644)
 	outPath := filepath.Join(e.dir, "vocab.json")
-	code, out, errb = e.run(t, "vocab", "build", "--osv", zpath, "--module-versions", mv, "--revision", "importer-fixture", "-o", outPath)
+	code, out, errb = e.run(t, "vocab", "build", "--osv", zpath, "--module-versions", mv, "--pseudo-versions", "--revision", "importer-fixture", "-o", outPath)
 	if code != ExitOK || len(out) != 0 {
 		t.Fatalf("exit %d, stdout %d bytes: %s", code, len(out), errb)
 	}
 	got, _ := os.ReadFile(outPath)
 	if !bytes.Equal(got, want) {
 		t.Fatal("the zip gives other bytes than the directory")
+	}
+
+	// Without --pseudo-versions the scans' x/net pseudo-version is left
+	// out, counted, with a hint.
+	code, out, errb = e.run(t, "vocab", "build", "--osv", osvDir, "--module-versions", mv, "--revision", "importer-fixture")
+	if code != ExitOK || bytes.Contains(out, []byte("v0.0.0-20220722155237-a158d28d115b")) ||
+		!strings.Contains(string(errb), "1 pseudo-versions") || !strings.Contains(string(errb), "--pseudo-versions takes them") {
+		t.Fatalf("default: exit %d\n%s", code, errb)
 	}
 
 	for _, args := range [][]string{{"vocab"}, {"vocab", "make"}, {"vocab", "build"}, {"vocab", "build", "--osv", osvDir, "extra"}} {

@@ -20,7 +20,7 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-const vocabUsage = "usage: cut vocab build --osv DIR|ZIP [--osv …] [--module-versions FILE]… [--revision R] [-o FILE]"
+const vocabUsage = "usage: cut vocab build --osv DIR|ZIP [--osv …] [--module-versions FILE]… [--pseudo-versions] [--revision R] [-o FILE]"
 
 func runVocab(ctx context.Context, c *Cmd, args []string) error {
 	if len(args) == 0 || args[0] != "build" {
@@ -30,6 +30,7 @@ func runVocab(ctx context.Context, c *Cmd, args []string) error {
 	var osv, mv stringList
 	fs.Var(&osv, "osv", "OSV entries: a `DIR` (read recursively), a zip archive or one JSON file; repeatable")
 	fs.Var(&mv, "module-versions", "`FILE` of `go list -m all` or `go list -m -versions` lines: versions of modules the entries name; repeatable")
+	pseudo := fs.Bool("pseudo-versions", false, "also take pseudo-versions from --module-versions (a pseudo-version names a commit, which may exist only in a private mirror)")
 	out := fs.String("o", "", "write the vocabulary to `file` (default stdout)")
 	revision := fs.String("revision", "", "the vocabulary's revision (default osv-<12 hex digits of its digest>)")
 	pos, err := parse(fs, args[1:])
@@ -40,6 +41,9 @@ func runVocab(ctx context.Context, c *Cmd, args []string) error {
 		return usagef(vocabUsage)
 	}
 	b := osvvocab.New()
+	if *pseudo {
+		b.AllowPseudoVersions()
+	}
 	for _, p := range osv {
 		if err := b.AddPath(p); err != nil {
 			return err
@@ -76,8 +80,11 @@ func runVocab(ctx context.Context, c *Cmd, args []string) error {
 		fmt.Fprintf(c.Stderr, "cut: vocab: ignored %d non-SEMVER ranges and %d packages of other ecosystems\n", st.OtherRanges, st.OtherEcosystems)
 	}
 	if len(mv) > 0 {
-		fmt.Fprintf(c.Stderr, "cut: vocab: module versions: %d added; dropped %d lines of modules the entries do not name, %d replaced lines, %d invalid versions\n",
-			st.VersionsAdded, st.VersionsOutside, st.VersionsReplaced, st.VersionsInvalid)
+		fmt.Fprintf(c.Stderr, "cut: vocab: module versions: %d added; dropped %d lines of modules the entries do not name, %d replaced lines, %d invalid versions, %d pseudo-versions\n",
+			st.VersionsAdded, st.VersionsOutside, st.VersionsReplaced, st.VersionsInvalid, st.VersionsPseudo)
+		if st.VersionsPseudo > 0 && !*pseudo {
+			c.hintf("pseudo-versions name commits and are left out; findings at them refuse UNKNOWN_VERSION. --pseudo-versions takes them, if their commits are public")
+		}
 	}
 	return nil
 }
