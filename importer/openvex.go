@@ -66,18 +66,24 @@ func OpenVEX(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error) {
 		if id != "" {
 			cites = append(cites, id)
 		}
-		var deps [][2]string
-		var productOwners []ownerSlot
+		// Each dependency is owned by the product it is a subcomponent of,
+		// not by every product of the statement.
+		type dep struct {
+			module, version string
+			owners          []ownerSlot
+		}
+		var deps []dep
 		for j, prod := range d.objects(s, p, "products") {
 			pp := p.field("products").elem(j)
 			pid := d.str(prod, pp, "@id")
+			var owners []ownerSlot
 			if mod, _, ok := goPURL(pid); ok && !v.HasModule(mod) {
-				productOwners = append(productOwners, ownerSlot{grammar.CategoryModule, mod})
+				owners = []ownerSlot{{grammar.CategoryModule, mod}}
 			}
 			for k, sub := range d.objects(prod, pp, "subcomponents") {
 				sid := d.str(sub, pp.field("subcomponents").elem(k), "@id")
 				if mod, ver, ok := goPURL(sid); ok {
-					deps = append(deps, [2]string{mod, ver})
+					deps = append(deps, dep{mod, ver, owners})
 				}
 			}
 		}
@@ -88,9 +94,9 @@ func OpenVEX(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error) {
 			cands = append(cands, candidate{diag: name, status: status, citations: cites, noDependency: true})
 			continue
 		}
-		for _, dep := range deps {
-			cands = append(cands, candidate{diag: name, module: dep[0], version: dep[1], status: status,
-				citations: cites, owners: productOwners})
+		for _, dp := range deps {
+			cands = append(cands, candidate{diag: name, module: dp.module, version: dp.version, status: status,
+				citations: cites, owners: dp.owners})
 		}
 	}
 	if d.err != nil {

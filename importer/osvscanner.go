@@ -37,9 +37,13 @@ func OSVScanner(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error
 	for i, res := range d.objects(top, root, "results") {
 		rp := root.field("results").elem(i)
 		var file string
+		inRepo := false // a path in the repository, which CODEOWNERS describes
 		if src := d.obj(res, rp, "source"); src != nil {
 			file = d.str(src, rp.field("source"), "path")
-			d.str(src, rp.field("source"), "type")
+			switch d.str(src, rp.field("source"), "type") {
+			case "", "lockfile", "sbom":
+				inRepo = true
+			}
 		}
 		for j, pkg := range d.objects(res, rp, "packages") {
 			pp := rp.field("packages").elem(j)
@@ -126,8 +130,14 @@ func OSVScanner(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error
 					c.fixed = fixedFor(e, name, ver)
 				}
 				if file != "" {
+					// The source stays an owner value whatever its type
+					// (an image reference is as private as a path), but
+					// only a file in the repository is matched against
+					// CODEOWNERS.
 					c.owners = []ownerSlot{{grammar.CategoryFile, file}}
-					c.file = file
+					if inRepo {
+						c.file = file
+					}
 				}
 				cands = append(cands, c)
 			}
