@@ -131,6 +131,8 @@ func TestMalformedDocuments(t *testing.T) {
 		{"vex no vulnerability", importer.OpenVEX, vex(`{"status":"affected"}`), receipts.MalformedRecord, "statements[0].vulnerability: missing"},
 		{"vex products wrong", importer.OpenVEX, vex(strings.Replace(stmt, `"products":[`, `"products":["ZQX",`, 1)), receipts.MalformedRecord, "statements[0].products[0]: expected object"},
 		{"vex trailing", importer.OpenVEX, vex(stmt) + "ZQX", receipts.MalformedRecord, "trailing data"},
+		{"vex product purl malformed", importer.OpenVEX, vex(strings.Replace(stmt, "pkg:golang/git.corp.example/ZQX@v1.0.0", "pkg:golang/git.corp.example/ZQX%zz@v1.0.0", 1)), receipts.MalformedRecord, "statements[0].products[0].@id: not a valid Go package URL"},
+		{"vex subcomponent purl malformed", importer.OpenVEX, vex(strings.Replace(stmt, "pkg:golang/golang.org/x/text@v0.3.7", "pkg:golang/golang.org/x/text@", 1)), receipts.MalformedRecord, "statements[0].products[0].subcomponents[0].@id: not a valid Go package URL"},
 		{"vex duplicate", importer.OpenVEX, vex(strings.Replace(stmt, `"status":"affected"`, `"status":"affected","status":"fixed"`, 1)), receipts.MalformedRecord, "duplicate key"},
 		{"scanner ok", importer.OSVScanner, scanner(pkg), "", ""},
 		{"scanner no results", importer.OSVScanner, `{"ZQX":[]}`, receipts.MalformedRecord, "results: missing or not an array"},

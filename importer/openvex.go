@@ -79,11 +79,16 @@ func OpenVEX(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error) {
 			var owners []ownerSlot
 			if mod, _, ok := goPURL(pid); ok && !v.HasModule(mod) {
 				owners = []ownerSlot{{grammar.CategoryModule, mod}}
+			} else if !ok && isGoPURL(pid) {
+				d.failAt(prod, pp, "@id", "not a valid Go package URL")
 			}
 			for k, sub := range d.objects(prod, pp, "subcomponents") {
-				sid := d.str(sub, pp.field("subcomponents").elem(k), "@id")
+				sp := pp.field("subcomponents").elem(k)
+				sid := d.str(sub, sp, "@id")
 				if mod, ver, ok := goPURL(sid); ok {
 					deps = append(deps, dep{mod, ver, owners})
+				} else if isGoPURL(sid) {
+					d.failAt(sub, sp, "@id", "not a valid Go package URL")
 				}
 			}
 		}
@@ -104,6 +109,10 @@ func OpenVEX(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error) {
 	}
 	return assemble(format, data, cands, v, opt, 0)
 }
+
+// isGoPURL reports whether s claims to be a Go package URL: one goPURL
+// cannot parse is malformed, not another ecosystem's.
+func isGoPURL(s string) bool { return strings.HasPrefix(s, "pkg:golang/") }
 
 // goPURL parses a Go package URL, pkg:golang/<module>@<version>, with the
 // module path percent-encoded as a whole (govulncheck's form) or written
