@@ -17,46 +17,80 @@ const attachSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE | 
 const attachSupported = true
 
 // makeAttachment writes the inputs, concatenated, into a new memfd and seals
-// it. The plugin maps it read-only; what it verifies can then be neither
-// changed nor copied through the gRPC transport.
+// it. The plugin maps it read-only and refuses it unless it is sealed and of
+// the declared size; what it verifies can then be neither changed nor
+// copied through the gRPC transport.
 func makeAttachment(inputs [nInputs][]byte) (*os.File, error) {
-	f, err := newAttachment()
+	fd, err := unix.MemfdCreate("privacycut-verifier-inputs", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, err
 	}
-	if err := fillAttachment(f, inputs); err != nil {
+	f := os.NewFile(uintptr(fd), "privacycut-verifier-inputs")
+	for _, in := range inputs {
+		if _, err := f.Write(in); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, attachSeals); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
 }
 
-// newAttachment creates the empty memfd of an attachment.
-func newAttachment() (*os.File, error) {
-	fd, err := unix.MemfdCreate("privacycut-verifier-inputs", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+var errAttachment = errors.New("verifier: attachment is missing, unsealed or of the wrong size")
+
+// newAttachChannel returns the two ends of the channel that carries an
+// attachment to a plugin: a SOCK_SEQPACKET socket pair. The plugin inherits
+// child at exec. Until the plugin has hardened itself, another process of
+// the same uid may open its /proc/<pid>/fd entries; a memfd opened there
+// would stay readable, a socket cannot be opened there at all. The memfd
+// itself crosses the channel only once the plugin has started (Pending.Verify).
+func newAttachChannel() (host, child *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return os.NewFile(uintptr(fd), "privacycut-verifier-inputs"), nil
+	return os.NewFile(uintptr(fds[0]), "privacycut-verifier-channel"), os.NewFile(uintptr(fds[1]), "privacycut-verifier-channel"), nil
 }
 
-// fillAttachment writes the inputs, concatenated, into the memfd f and
-// seals it. A plugin that holds f maps it only once asked to verify, and
-// refuses it unless it is sealed and of the declared size.
-func fillAttachment(f *os.File, inputs [nInputs][]byte) error {
-	for _, in := range inputs {
-		if _, err := f.Write(in); err != nil {
-			return err
+// sendAttachment passes the sealed memfd f over the host end of the channel
+// (SCM_RIGHTS); the caller may close f afterwards.
+func sendAttachment(ch, f *os.File) error {
+	return unix.Sendmsg(int(ch.Fd()), []byte{'a'}, unix.UnixRights(int(f.Fd())), nil, 0)
+}
+
+// receiveAttachment takes the one memfd waiting on the channel sock, without
+// blocking (the host sends it before it asks for the verification), maps it
+// with openAttachment and closes the descriptor: the mapping is what stays.
+// Anything but exactly one descriptor in one one-byte message is refused,
+// and every descriptor received is closed.
+func receiveAttachment(sock int, sizes []uint64) ([]byte, func(), error) {
+	buf := make([]byte, 2)
+	oob := make([]byte, unix.CmsgSpace(4*2))
+	n, oobn, flags, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, nil, errAttachment
+	}
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for i := range msgs {
+			if r, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+				fds = append(fds, r...)
+			}
 		}
 	}
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, attachSeals); err != nil {
-		return err
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	if n != 1 || flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 || len(fds) != 1 {
+		return nil, nil, errAttachment
 	}
-	_, err := f.Seek(0, 0)
-	return err
+	return openAttachment(fds[0], sizes)
 }
-
-var errAttachment = errors.New("verifier: attachment is missing, unsealed or of the wrong size")
 
 // openAttachment maps the sealed memfd at fd read-only and checks that it
 // holds exactly the declared sizes. The returned function unmaps it.

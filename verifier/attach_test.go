@@ -209,3 +209,93 @@ func TestPluginDiesWithHost(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestReceiveAttachment: the plugin takes exactly one descriptor in one
+// one-byte message from its channel, without waiting; anything else is
+// errAttachment, and every descriptor that came is closed.
+func TestReceiveAttachment(t *testing.T) {
+	sealed, err := makeAttachment([nInputs][]byte{[]byte("abc"), nil, nil, nil, nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sealed.Close()
+	sizes := []uint64{3, 0, 0, 0, 0}
+	open := func(t *testing.T) (host, child *os.File) {
+		t.Helper()
+		h, c, err := newAttachChannel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close(); c.Close() })
+		return h, c
+	}
+	t.Run("one sealed memfd", func(t *testing.T) {
+		h, c := open(t)
+		if err := sendAttachment(h, sealed); err != nil {
+			t.Fatal(err)
+		}
+		b, unmap, err := receiveAttachment(int(c.Fd()), sizes)
+		if err != nil || string(b) != "abc" {
+			t.Fatalf("%q %v", b, err)
+		}
+		unmap()
+		if _, _, err := receiveAttachment(int(c.Fd()), sizes); err != errAttachment {
+			t.Errorf("a second receive: %v, want errAttachment", err)
+		}
+	})
+	t.Run("nothing sent", func(t *testing.T) {
+		_, c := open(t)
+		if _, _, err := receiveAttachment(int(c.Fd()), sizes); err != errAttachment {
+			t.Errorf("%v, want errAttachment without waiting", err)
+		}
+	})
+	t.Run("no descriptor", func(t *testing.T) {
+		h, c := open(t)
+		if err := unix.Sendmsg(int(h.Fd()), []byte{'a'}, nil, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := receiveAttachment(int(c.Fd()), sizes); err != errAttachment {
+			t.Errorf("%v, want errAttachment", err)
+		}
+	})
+	t.Run("two descriptors", func(t *testing.T) {
+		h, c := open(t)
+		before := openFDs(t)
+		rights := unix.UnixRights(int(sealed.Fd()), int(sealed.Fd()))
+		if err := unix.Sendmsg(int(h.Fd()), []byte{'a'}, rights, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := receiveAttachment(int(c.Fd()), sizes); err != errAttachment {
+			t.Errorf("%v, want errAttachment", err)
+		}
+		if after := openFDs(t); after != before {
+			t.Errorf("%d descriptors open after refusing two, %d before", after, before)
+		}
+	})
+	t.Run("unsealed memfd", func(t *testing.T) {
+		h, c := open(t)
+		fd, err := unix.MemfdCreate("unsealed", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+		if err != nil {
+			t.Skipf("memfd_create: %v", err)
+		}
+		f := os.NewFile(uintptr(fd), "unsealed")
+		defer f.Close()
+		f.Write([]byte("abc"))
+		if err := sendAttachment(h, f); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := receiveAttachment(int(c.Fd()), sizes); err != errAttachment {
+			t.Errorf("%v, want errAttachment", err)
+		}
+	})
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}

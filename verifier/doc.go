@@ -106,6 +106,12 @@
 //   - No plugin outlives its host's use of it: Close kills it, a start cut
 //     short kills it through its command's context, and on Linux the kernel
 //     kills it (parent-death signal) if the host itself is killed.
+//   - Nothing the plugin holds before Harden gives access to the inputs
+//     (Launch): its attachment channel is a socket, which cannot be opened
+//     through /proc/<pid>/fd, and the sealed memfd crosses it only after
+//     the plugin has started, that is, has hardened itself; cut gives the
+//     plugin /dev/null as standard input, not the pipe a projection may
+//     arrive on.
 //
 // Not guaranteed:
 //
@@ -123,6 +129,10 @@
 //     The plugin's memory is protected only as far as Harden makes it.
 //   - Between Start's hashing of the executable and go-plugin's check, the
 //     file is trusted to be the same one that runs.
+//   - From exec until Harden, the plugin is an ordinary process of the
+//     host's uid: without a ptrace restriction (Yama ptrace_scope ≥ 1), a
+//     process of that uid could attach to it then and stay attached. So it
+//     could to cut itself before cut's own first instruction hardens it.
 //
 // The caller's duties: give the exact bytes that were or will be sent as
 // Export and the bundle's claimed digest as ExportDigest; give the real clock

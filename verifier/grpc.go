@@ -203,8 +203,8 @@ func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
 	return nil
 }
 
-// attachFD is the descriptor of the sealed memfd the host passed at start
-// (from PRIVACYCUT_VERIFIER_ATTACHMENT), or -1.
+// attachFD is the plugin's end of the attachment channel the host passed at
+// start (from PRIVACYCUT_VERIFIER_ATTACHMENT), or -1.
 var attachFD = -1
 
 // receive reads one request stream: a header, then the chunks of each input
@@ -247,7 +247,7 @@ func receive(stream verifierpb.Verifier_VerifyServer) (req Request, release func
 			_ = m
 			return req, release, ErrStream // nothing may follow the header
 		}
-		data, unmap, err := openAttachment(attachFD, hdr.GetSizes())
+		data, unmap, err := receiveAttachment(attachFD, hdr.GetSizes())
 		if err != nil {
 			return req, release, err
 		}

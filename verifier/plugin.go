@@ -167,7 +167,7 @@ func Run(ctx context.Context, exe string, args []string, env []string, logger hc
 // checksum) with its own work: cut prepare launches the plugin before it
 // reads the projection.
 type Pending struct {
-	attach  *os.File // the inputs' memfd, nil where attachments are unsupported
+	attach  *os.File // the host's end of the attachment channel, nil where attachments are unsupported
 	cancel  context.CancelFunc
 	started chan startResult
 	client  *Client // set once started has been received
@@ -185,9 +185,12 @@ type startResult struct {
 // be given to Verify, and returns at once; the start completes on another
 // goroutine. The plugin is pinned, isolated and connected exactly as by
 // Start. On Linux the inputs will not cross the gRPC connection: Verify
-// writes them once into a memfd that was handed to the plugin at start (as
-// descriptor 3) and seals it against any change before the plugin is asked
-// to verify; the plugin maps it read-only and refuses it unsealed.
+// writes them once into a memfd, seals it against any change, and passes it
+// over a socket pair whose other end the plugin got at start (descriptor 3)
+// once the plugin has started, that is, has hardened itself; the plugin
+// maps it read-only and refuses it unsealed. Nothing the plugin holds
+// before it is hardened gives access to the inputs: a socket cannot be
+// reopened through /proc, and its standard input is /dev/null (Main).
 // Elsewhere Verify streams them as Start's Checker does. ctx bounds the
 // start and must outlive Verify. The caller must call Close.
 func Launch(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger) (*Pending, error) {
@@ -198,19 +201,23 @@ func Launch(ctx context.Context, exe string, args []string, env []string, logger
 	}
 	cmd.Env = append([]string{}, env...)
 	p := &Pending{started: make(chan startResult, 1)}
+	var child *os.File
 	if attachSupported {
-		f, err := newAttachment()
+		host, ch, err := newAttachChannel()
 		if err != nil {
 			kill()
 			return nil, fmt.Errorf("%w: attachment: %w", ErrStart, err)
 		}
 		cmd.Env = append(cmd.Env, attachEnv+"=3")
-		cmd.ExtraFiles = []*os.File{f}
-		p.attach = f
+		cmd.ExtraFiles = []*os.File{ch}
+		p.attach, child = host, ch
 	}
 	ctx, p.cancel = context.WithCancel(ctx)
 	go func() {
 		c, err := start(ctx, cmd, kill, logger, p.attach != nil)
+		if child != nil {
+			child.Close() // the plugin has its own copy, or will never run
+		}
 		p.started <- startResult{c, err}
 	}()
 	return p, nil
@@ -231,21 +238,30 @@ var ErrUsed = errors.New("verifier: plugin already used for a request")
 // Verify sends req to the plugin and returns its verdict. A Pending
 // verifies one request, from one goroutine: a second call returns ErrUsed.
 // Where attachments are supported, the inputs are written and sealed on
-// this goroutine while the plugin may still be starting; it maps them only
-// when asked to verify, after the seals are on.
+// this goroutine while the plugin may still be starting, and passed to it
+// once it has started; it maps them only when asked to verify.
 func (p *Pending) Verify(ctx context.Context, req Request) (receipts.Verification, error) {
 	if p.used {
 		return receipts.Verification{}, ErrUsed
 	}
 	p.used = true
+	var f *os.File
 	if p.attach != nil {
-		if err := fillAttachment(p.attach, [nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts}); err != nil {
+		var err error
+		f, err = makeAttachment([nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts})
+		if err != nil {
 			return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrStart, err)
 		}
+		defer f.Close()
 	}
 	c, err := p.wait()
 	if err != nil {
 		return receipts.Verification{}, err
+	}
+	if f != nil {
+		if err := sendAttachment(p.attach, f); err != nil {
+			return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrStart, err)
+		}
 	}
 	return c.Checker().Verify(ctx, req)
 }

@@ -91,13 +91,16 @@ func TestRunStopsItsPlugin(t *testing.T) {
 // liveChildren counts this process's children, zombies included: a
 // stopped plugin is a zombie until go-plugin has waited for it, which its
 // stop does before it returns.
-func liveChildren(t *testing.T) int {
+func liveChildren(t *testing.T) int { return len(childPIDs(t, os.Getpid(), true)) }
+
+// childPIDs lists the children of parent, zombies only when asked.
+func childPIDs(t *testing.T, parent int, zombies bool) []int {
 	t.Helper()
 	dirs, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var kids []int
 	for _, d := range dirs {
 		b, err := os.ReadFile(d)
 		if err != nil {
@@ -109,9 +112,11 @@ func liveChildren(t *testing.T) int {
 			continue
 		}
 		f := strings.Fields(string(b[i+1:]))
-		if len(f) >= 2 && f[1] == strconv.Itoa(os.Getpid()) {
-			n++
+		if len(f) >= 2 && f[1] == strconv.Itoa(parent) && (zombies || f[0] != "Z") {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d))); err == nil {
+				kids = append(kids, pid)
+			}
 		}
 	}
-	return n
+	return kids
 }

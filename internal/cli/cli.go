@@ -39,9 +39,6 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
-	// Args0 is the path of the running executable (for re-executing itself as
-	// the verifier plugin); empty means os.Executable.
-	Args0 string
 }
 
 // OSEnv is the environment of the real process.

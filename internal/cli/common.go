@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 
@@ -165,12 +164,9 @@ func (c *Cmd) launchVerifier(ctx context.Context, mode string) (*pluginVerifier,
 	default:
 		return nil, usagef("--verifier is plugin or inprocess")
 	}
-	exe := c.Args0
-	if exe == "" || !filepath.IsAbs(exe) {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, err
-		}
+	exe, err := selfExecutable()
+	if err != nil {
+		return nil, err
 	}
 	stopping := new(atomic.Bool)
 	logger := hclog.New(&hclog.LoggerOptions{Name: "verifier", Output: c.Stderr, Level: hclog.Warn,

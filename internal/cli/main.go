@@ -37,8 +37,6 @@ func Main(ctx context.Context, args []string) int {
 		stop()
 	}()
 	env := OSEnv()
-	if len(args) > 0 {
-		env.Args0 = args[0]
-	}
+	env.Stdin = privateStdin()
 	return Run(ctx, args[1:], env)
 }
