@@ -180,11 +180,15 @@ func runPressure(t *testing.T) pressure {
 	return pr
 }
 
-// TestR1CgroupMemoryPressure is R1 (see runPressure).
+// TestR1CgroupMemoryPressure is R1 (see runPressure). It does not run in
+// parallel with this package's other tests: near its limit the cgroup
+// reclaims vaultd's own text, and with the crash suites hammering the disk
+// beside it the kernel was seen (once, in CI) to thrash for over 90 s
+// without answering or OOM-killing; alone it is OOM-killed within about a
+// second. The parallel tests wait until it is done.
 func TestR1CgroupMemoryPressure(t *testing.T) {
 	requireFacility(t, facRoot)
 	requireFacility(t, facCgroupMem)
-	t.Parallel()
 	pr := runPressure(t)
 	for _, v := range pr.violations {
 		t.Error(v)
