@@ -159,6 +159,9 @@ func (v *pluginVerifier) Close() error {
 func (c *Cmd) launchVerifier(ctx context.Context, mode string) (*pluginVerifier, error) {
 	switch mode {
 	case "inprocess":
+		// Nothing in the verification records the mode: say it where the
+		// user sees it.
+		c.hintf("the verifier runs inside this process (--verifier inprocess): its verdict is not independent of cut's; the default runs it as a plugin process")
 		return nil, nil
 	case "plugin", "":
 	default:

@@ -43,6 +43,9 @@ func TestPrepareVerify(t *testing.T) {
 			}
 			assertNoCanary(t, "bundle", out)
 			assertNoCanary(t, "stderr", errb)
+			if hinted := bytes.Contains(errb, []byte("--verifier inprocess")); hinted != (mode == "inprocess") {
+				t.Errorf("the in-process hint on stderr: %v, want %v:\n%s", hinted, mode == "inprocess", errb)
+			}
 			var b receipts.Bundle
 			if err := receipts.Unmarshal(out, &b, receipts.Options{}); err != nil {
 				t.Fatal(err)
