@@ -26,54 +26,93 @@ func loadVocab(t testing.TB) *grammar.Vocabulary {
 	return v
 }
 
-// FuzzGovulncheckStream: any bytes either refuse with a content-free typed
-// error and no result, or import — deterministically — to a projection the
-// grammar accepts with as many finding records as were written. The seeds'
+// fuzzOwners is the CODEOWNERS the import fuzz targets match against; its
 // private names carry "ZQX", which no error may hold.
-func FuzzGovulncheckStream(f *testing.F) {
-	files, _ := filepath.Glob("testdata/govulncheck/*.json")
-	for _, p := range files {
-		data, _ := os.ReadFile(p)
-		f.Add(bytes.ReplaceAll(data, []byte("git.corp.example"), []byte("git.ZQX.example")))
-	}
-	f.Add([]byte(`{"config":{"protocol_version":"v1.0.0","scan_level":"symbol"}}
-{"osv":{"id":"GO-2022-1059","database_specific":{"url":"https://pkg.go.dev/vuln/GO-2022-1059"}}}
-{"finding":{"osv":"GO-2022-1059","trace":[{"module":"golang.org/x/text","version":"v0.3.7","function":"Parse"},{"module":"ZQX","function":"F","receiver":"*T[ZQX]","position":{"filename":"ZQX.go"}}]}}`))
-	f.Add([]byte(`{"config":{"protocol_version":"v1.0.0"}} {"finding":{"osv":"GO-1","trace":[{"module":"m","version":"v1"}]}} ZQX`))
-	v := loadVocab(f)
+func fuzzOwners(f *testing.F) *CodeOwners {
 	co, err := ParseCodeOwners([]byte("* @corp/all\n/internal/ @ZQXteam dana@ZQX.example\n"))
 	if err != nil {
 		f.Fatal(err)
 	}
+	return co
+}
+
+// fuzzSeeds adds the files matching pattern, their private names marked
+// with "ZQX".
+func fuzzSeeds(f *testing.F, pattern string) {
+	files, _ := filepath.Glob(pattern)
+	for _, p := range files {
+		data, _ := os.ReadFile(p)
+		f.Add(bytes.ReplaceAll(data, []byte("git.corp.example"), []byte("git.ZQX.example")))
+	}
+}
+
+// checkImport is the property every import fuzz target holds: any bytes
+// either refuse with a content-free typed error and no result, or import —
+// deterministically — to a projection the grammar accepts with as many
+// finding records as were written.
+func checkImport(t *testing.T, imp func([]byte, *grammar.Vocabulary, Options) (*Result, error), data []byte, v *grammar.Vocabulary, opt Options) {
+	res, err := imp(data, v, opt)
+	if err != nil {
+		var ie *InputError
+		var re *RefusedError
+		if !errors.As(err, &ie) && !errors.As(err, &re) {
+			t.Fatalf("untyped error %v", err)
+		}
+		if res != nil {
+			t.Fatal("error with a result")
+		}
+		if strings.Contains(err.Error(), "ZQX") {
+			t.Fatalf("error holds input: %q", err)
+		}
+		return
+	}
+	doc, refs := grammar.LoadProjection(res.Projection, grammar.LoadOptions{})
+	if refs != nil {
+		t.Fatalf("projection refused: %v", refs)
+	}
+	r := grammar.Check(doc, grammar.NewParser(v, grammar.Options{}), 0, nil)
+	if !r.OK() || r.Stats.Findings != res.Stats.Written || res.Stats.Written+res.Stats.Dropped != res.Stats.Findings {
+		t.Fatalf("check %v, stats %+v, findings parsed %d", r.Refusals, res.Stats, r.Stats.Findings)
+	}
+	again, err := imp(data, v, opt)
+	if err != nil || !bytes.Equal(again.Projection, res.Projection) {
+		t.Fatal("a second import differs")
+	}
+}
+
+// FuzzGovulncheckStream: checkImport for govulncheck -json streams.
+func FuzzGovulncheckStream(f *testing.F) {
+	fuzzSeeds(f, "testdata/govulncheck/*.json")
+	f.Add([]byte(`{"config":{"protocol_version":"v1.0.0","scan_level":"symbol"}}
+{"osv":{"id":"GO-2022-1059","database_specific":{"url":"https://pkg.go.dev/vuln/GO-2022-1059"}}}
+{"finding":{"osv":"GO-2022-1059","trace":[{"module":"golang.org/x/text","version":"v0.3.7","function":"Parse"},{"module":"ZQX","function":"F","receiver":"*T[ZQX]","position":{"filename":"ZQX.go"}}]}}`))
+	f.Add([]byte(`{"config":{"protocol_version":"v1.0.0"}} {"finding":{"osv":"GO-1","trace":[{"module":"m","version":"v1"}]}} ZQX`))
+	v, co := loadVocab(f), fuzzOwners(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		opt := Options{CodeOwners: co, OnUnknown: Drop, Questions: []string{"triage.summarize"}}
-		res, err := Govulncheck(data, v, opt)
-		if err != nil {
-			var ie *InputError
-			var re *RefusedError
-			if !errors.As(err, &ie) && !errors.As(err, &re) {
-				t.Fatalf("untyped error %v", err)
-			}
-			if res != nil {
-				t.Fatal("error with a result")
-			}
-			if strings.Contains(err.Error(), "ZQX") {
-				t.Fatalf("error holds input: %q", err)
-			}
-			return
-		}
-		doc, refs := grammar.LoadProjection(res.Projection, grammar.LoadOptions{})
-		if refs != nil {
-			t.Fatalf("projection refused: %v", refs)
-		}
-		r := grammar.Check(doc, grammar.NewParser(v, grammar.Options{}), 0, nil)
-		if !r.OK() || r.Stats.Findings != res.Stats.Written || res.Stats.Written+res.Stats.Dropped != res.Stats.Findings {
-			t.Fatalf("check %v, stats %+v, findings parsed %d", r.Refusals, res.Stats, r.Stats.Findings)
-		}
-		again, err := Govulncheck(data, v, opt)
-		if err != nil || !bytes.Equal(again.Projection, res.Projection) {
-			t.Fatal("a second import differs")
-		}
+		checkImport(t, Govulncheck, data, v, Options{CodeOwners: co, OnUnknown: Drop, Questions: []string{"triage.summarize"}})
+	})
+}
+
+// FuzzOpenVEX: checkImport for OpenVEX documents.
+func FuzzOpenVEX(f *testing.F) {
+	fuzzSeeds(f, "testdata/openvex/*.json")
+	f.Add([]byte(`{"@context":"https://openvex.dev/ns/v0.2.0","@id":"x","author":"a","statements":[
+	 {"vulnerability":{"@id":"https://pkg.go.dev/vuln/GO-2022-1059","name":"GO-2022-1059"},"status":"affected",
+	  "products":[{"@id":"pkg:golang/git.ZQX.example/a@v1.0.0","subcomponents":[{"@id":"pkg:golang/golang.org/x/text@v0.3.7"}]},
+	   {"@id":"pkg:golang/ZQX%zz@v1","subcomponents":[{"@id":"pkg:golang/stdlib@v1.19.2"}]}]}]}`))
+	v := loadVocab(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkImport(t, OpenVEX, data, v, Options{OnUnknown: Drop})
+	})
+}
+
+// FuzzOSVScanner: checkImport for osv-scanner JSON output.
+func FuzzOSVScanner(f *testing.F) {
+	fuzzSeeds(f, "testdata/osv-scanner/*.json")
+	f.Add([]byte(`{"results":[{"source":{"path":"/src/ZQX/go.mod","type":"lockfile"},"packages":[{"package":{"name":"golang.org/x/text","version":"0.3.7","ecosystem":"Go"},"vulnerabilities":[{"id":"GO-2022-1059","database_specific":{"url":"https://pkg.go.dev/vuln/GO-2022-1059"}}],"groups":[{"ids":["GO-2022-1059"]}]}]}]}`))
+	v, co := loadVocab(f), fuzzOwners(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkImport(t, OSVScanner, data, v, Options{CodeOwners: co, RepoRoot: "/src", OnUnknown: Drop, Questions: []string{"triage.summarize"}})
 	})
 }
 

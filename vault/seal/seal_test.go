@@ -10,7 +10,7 @@ import (
 	"github.com/privacycut/privacycut/vault/arena"
 )
 
-func newArena(t *testing.T) *arena.Arena {
+func newArena(t testing.TB) *arena.Arena {
 	t.Helper()
 	a, err := arena.New(256<<10, arena.Options{})
 	if err != nil {
