@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier"
@@ -374,5 +375,23 @@ func TestReplyDescribes(t *testing.T) {
 		if err := replyDescribes(v, req); !errors.Is(err, errReply) {
 			t.Errorf("%s changed: %v, want errReply", name, err)
 		}
+	}
+}
+
+// TestPluginBudget: a plugin that has not answered within its budget fails
+// the command (exit 1), with no bundle and no seal, instead of hanging it.
+// The budget is made too short to answer in.
+func TestPluginBudget(t *testing.T) {
+	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
+	old := verifyBudget
+	verifyBudget = func(int) time.Duration { return time.Nanosecond }
+	defer func() { verifyBudget = old }()
+	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "plugin", "--json", proj)
+	if code != ExitError || len(out) != 0 || !bytes.Contains(errb, []byte("verifier plugin: context deadline exceeded")) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	verifyBudget = old
+	if code, _, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "plugin", "--json", proj); code != ExitOK {
+		t.Fatalf("with the budget: exit %d: %s", code, errb)
 	}
 }
