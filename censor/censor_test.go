@@ -59,6 +59,18 @@ func plan(t testing.TB, d *grammar.Document, v *grammar.Vocabulary, k *receipts.
 	return p
 }
 
+// reversiblePlan is a reversible plan for the example, with its deadlines,
+// station, retention and output schema digest.
+func reversiblePlan(t testing.TB, d *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceKey) *receipts.Plan {
+	t.Helper()
+	p, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"}, Purpose: "p",
+		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible, OutputSchemaDigest: schemaDigest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func cut(t testing.TB, d *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceKey) *Output {
 	t.Helper()
 	out, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: plan(t, d, v, k), Key: k})
@@ -238,11 +250,7 @@ var schemaDigest = receipts.SHA256([]byte(`{"type":"object"}`))
 func TestReversiblePlanMismatch(t *testing.T) {
 	d, v := exampleInputs(t)
 	k := testKey(t, 1)
-	good, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"}, Purpose: "p",
-		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible, OutputSchemaDigest: schemaDigest})
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := reversiblePlan(t, d, v, k)
 	if _, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: good, Key: k, Tokens: fakeSource{}}); err != nil {
 		t.Fatalf("the reversible plan itself: %v", err)
 	}
@@ -356,11 +364,7 @@ func (f fakeSource) Issue(_ context.Context, _ string, pairs []Pair) ([]string, 
 func TestTokenSource(t *testing.T) {
 	d, v := exampleInputs(t)
 	k := testKey(t, 1)
-	p, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"}, Purpose: "p",
-		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible, OutputSchemaDigest: schemaDigest})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := reversiblePlan(t, d, v, k)
 	out, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: p, Key: k, Tokens: fakeSource{}})
 	if err != nil {
 		t.Fatal(err)
@@ -397,11 +401,7 @@ func TestCutBuffer(t *testing.T) {
 	d, v := exampleInputs(t)
 	k := testKey(t, 1)
 	heap := cut(t, d, v, k)
-	rp, err := NewPlan(d, v, k, PlanOptions{Consumer: receipts.Consumer{Kind: "model", ID: "m"}, Purpose: "p",
-		Target: "https://m.example/", Now: now, Mode: receipts.ModeReversible, OutputSchemaDigest: schemaDigest})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp := reversiblePlan(t, d, v, k)
 	for _, tc := range []struct {
 		name string
 		plan *receipts.Plan

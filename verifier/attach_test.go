@@ -50,14 +50,8 @@ func TestRunAttached(t *testing.T) {
 // TestAttachmentMustBeSealed: the plugin refuses a memfd that could still
 // change, and one whose size differs from the declared sizes.
 func TestAttachmentMustBeSealed(t *testing.T) {
-	fd, err := unix.MemfdCreate("unsealed", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		t.Skipf("memfd_create: %v", err)
-	}
-	f := os.NewFile(uintptr(fd), "unsealed")
-	defer f.Close()
-	f.Write([]byte("abc"))
-	if _, _, err := openAttachment(fd, []uint64{3, 0, 0, 0, 0}); err != errAttachment {
+	f := unsealedMemfd(t, "abc")
+	if _, _, err := openAttachment(int(f.Fd()), []uint64{3, 0, 0, 0, 0}); err != errAttachment {
 		t.Fatalf("unsealed attachment: %v", err)
 	}
 	sealed, err := makeAttachment([nInputs][]byte{[]byte("abc"), nil, nil, nil, nil})
@@ -274,20 +268,29 @@ func TestReceiveAttachment(t *testing.T) {
 	})
 	t.Run("unsealed memfd", func(t *testing.T) {
 		h, c := open(t)
-		fd, err := unix.MemfdCreate("unsealed", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-		if err != nil {
-			t.Skipf("memfd_create: %v", err)
-		}
-		f := os.NewFile(uintptr(fd), "unsealed")
-		defer f.Close()
-		f.Write([]byte("abc"))
-		if err := sendAttachment(h, f); err != nil {
+		if err := sendAttachment(h, unsealedMemfd(t, "abc")); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := receiveAttachment(int(c.Fd()), sizes); err != errAttachment {
 			t.Errorf("%v, want errAttachment", err)
 		}
 	})
+}
+
+// unsealedMemfd is a memfd holding content that could still change; it is
+// closed when the test ends.
+func unsealedMemfd(t *testing.T, content string) *os.File {
+	t.Helper()
+	fd, err := unix.MemfdCreate("unsealed", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		t.Skipf("memfd_create: %v", err)
+	}
+	f := os.NewFile(uintptr(fd), "unsealed")
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // openFDs counts this process's open descriptors.
