@@ -37,7 +37,8 @@ var (
 	ErrTooLarge = errors.New("verifier: request input too large")
 	// ErrReply is returned by the host when the plugin's answer is not a
 	// well-formed CutVerification@1 (every claim, in order, verdict
-	// consistent with the claims).
+	// consistent with the claims) or not about the request (revision,
+	// export and plan digests).
 	ErrReply = errors.New("verifier: malformed verification from plugin")
 	// ErrInternal stands for every other plugin-side failure.
 	ErrInternal = errors.New("verifier: plugin internal error")
@@ -132,7 +133,25 @@ func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verifica
 	if err != nil {
 		return receipts.Verification{}, errorOf(err)
 	}
-	return fromWire(resp)
+	v, err := fromWire(resp)
+	if err != nil {
+		return v, err
+	}
+	if err := describes(v, req); err != nil {
+		return receipts.Verification{}, err
+	}
+	return v, nil
+}
+
+// describes checks what the host can recompute of a plugin's answer: the
+// verifier revision, the export's digest and the plan's (as verify computes
+// them). An answer about something else is ErrReply, whatever its verdict.
+func describes(v receipts.Verification, req Request) error {
+	plan, _ := digestDoc(req.Plan) // "" when the plan has no canonical form, as in verify
+	if v.Verifier != Revision || v.ExportDigest != receipts.SHA256(req.Export) || v.PlanDigest != plan {
+		return ErrReply
+	}
+	return nil
 }
 
 // fromWire checks and converts the plugin's answer. The verdict is

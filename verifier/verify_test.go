@@ -272,3 +272,31 @@ func TestVerifyNeverPanicsOnGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribes: the host refuses a plugin's answer whose revision, export
+// digest or plan digest is not the request's (ErrReply), and takes the
+// verifier's own answer to the same request.
+func TestDescribes(t *testing.T) {
+	req := makeCut(t, sampleParts, cutOptions{})
+	v := Verify(req)
+	if err := describes(v, req); err != nil {
+		t.Fatalf("the verifier's own answer: %v", err)
+	}
+	for name, change := range map[string]func(*receipts.Verification){
+		"revision":       func(v *receipts.Verification) { v.Verifier = "verifier/0" },
+		"export digest":  func(v *receipts.Verification) { v.ExportDigest = receipts.SHA256([]byte("other")) },
+		"plan digest":    func(v *receipts.Verification) { v.PlanDigest = receipts.SHA256([]byte("other")) },
+		"no plan digest": func(v *receipts.Verification) { v.PlanDigest = "" },
+	} {
+		w := v
+		change(&w)
+		if err := describes(w, req); err != ErrReply {
+			t.Errorf("%s changed: %v, want ErrReply", name, err)
+		}
+	}
+	// A plan without a canonical form has no digest on either side.
+	req.Plan = []byte("{")
+	if err := describes(Verify(req), req); err != nil {
+		t.Errorf("an undecodable plan: %v", err)
+	}
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/verifier"
 )
 
 // cutEnv writes a two-part projection with canary owner values and a plan for
@@ -342,39 +340,6 @@ func TestBundleIsCanonical(t *testing.T) {
 	}
 	if !bytes.Equal(canon, body) {
 		t.Fatalf("bundle is not canonical:\n%s\n%s", body, canon)
-	}
-}
-
-// TestReplyDescribes: the host refuses a plugin's verification whose
-// revision, export digest or plan digest is not the request's, and takes
-// the in-process verifier's own for the same request.
-func TestReplyDescribes(t *testing.T) {
-	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
-	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
-	if code != ExitOK {
-		t.Fatalf("prepare: exit %d: %s", code, errb)
-	}
-	var b receipts.Bundle
-	decodeStrict(t, out, &b)
-	pb, err := os.ReadFile(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := verifier.Request{Export: []byte(b.Export), Plan: pb}
-	if err := replyDescribes(b.Verification, req); err != nil {
-		t.Fatalf("the verifier's own verification: %v", err)
-	}
-	for name, change := range map[string]func(*receipts.Verification){
-		"revision":       func(v *receipts.Verification) { v.Verifier = "verifier/0" },
-		"export digest":  func(v *receipts.Verification) { v.ExportDigest = receipts.SHA256([]byte("other")) },
-		"plan digest":    func(v *receipts.Verification) { v.PlanDigest = receipts.SHA256([]byte("other")) },
-		"no plan digest": func(v *receipts.Verification) { v.PlanDigest = "" },
-	} {
-		v := b.Verification
-		change(&v)
-		if err := replyDescribes(v, req); !errors.Is(err, errReply) {
-			t.Errorf("%s changed: %v, want errReply", name, err)
-		}
 	}
 }
 
