@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -105,6 +106,13 @@ func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verifica
 	defer clear(key)
 	hdr.EvidenceKey = key
 
+	// The host hashes the export (64 MiB: some 40 ms) while the plugin
+	// works, not after it has answered.
+	expected := make(chan answerOf, 1)
+	go func() { expected <- expect(req) }()
+	wait := sync.OnceValue(func() answerOf { return <-expected })
+	defer wait() // nothing reads req's buffers after Verify returns
+
 	stream, err := g.c.Verify(ctx)
 	if err != nil {
 		return receipts.Verification{}, errorOf(err)
@@ -137,18 +145,26 @@ func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verifica
 	if err != nil {
 		return v, err
 	}
-	if err := describes(v, req); err != nil {
+	if err := describes(v, wait()); err != nil {
 		return receipts.Verification{}, err
 	}
 	return v, nil
 }
 
-// describes checks what the host can recompute of a plugin's answer: the
+// answerOf is what the host can recompute of a plugin's answer to req: the
 // verifier revision, the export's digest and the plan's (as verify computes
-// them). An answer about something else is ErrReply, whatever its verdict.
-func describes(v receipts.Verification, req Request) error {
+// them).
+type answerOf struct{ exportDigest, planDigest string }
+
+func expect(req Request) answerOf {
 	plan, _ := digestDoc(req.Plan) // "" when the plan has no canonical form, as in verify
-	if v.Verifier != Revision || v.ExportDigest != receipts.SHA256(req.Export) || v.PlanDigest != plan {
+	return answerOf{exportDigest: receipts.SHA256(req.Export), planDigest: plan}
+}
+
+// describes checks a plugin's answer against e. An answer about something
+// else is ErrReply, whatever its verdict.
+func describes(v receipts.Verification, e answerOf) error {
+	if v.Verifier != Revision || v.ExportDigest != e.exportDigest || v.PlanDigest != e.planDigest {
 		return ErrReply
 	}
 	return nil

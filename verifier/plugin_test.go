@@ -41,6 +41,48 @@ func grpcPair(t *testing.T) (Checker, *plugin.GRPCClient) {
 	return c, client
 }
 
+// answersOther is a plugin that answers every request with the verifier's
+// passing answer to another one.
+type answersOther struct{ other Request }
+
+func (a answersOther) Verify(context.Context, Request) (receipts.Verification, error) {
+	return Verify(a.other), nil
+}
+
+// TestClientChecksAnswer: through the real gRPC adapters, a passing answer
+// about another request (another export, another plan) is ErrReply, not a
+// verdict; the answer about the request itself is taken.
+func TestClientChecksAnswer(t *testing.T) {
+	req := makeCut(t, sampleParts, cutOptions{})
+	for name, other := range map[string]Request{
+		"this request": req,
+		"other export": makeCut(t, sampleParts[:1], cutOptions{}),
+		"other plan":   makeCut(t, sampleParts, cutOptions{allowed: []string{"module", "team", "person"}}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if v := Verify(other); v.Verdict != "pass" {
+				t.Fatalf("the other request does not pass: %v", v.Failed())
+			}
+			client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{PluginName: &grpcPlugin{impl: answersOther{other}}})
+			t.Cleanup(func() { server.Stop(); client.Close() })
+			raw, err := client.Dispense(PluginName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := raw.(Checker).Verify(context.Background(), req)
+			if name == "this request" {
+				if err != nil || v.Verdict != "pass" {
+					t.Fatalf("%v, %v", v.Verdict, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrReply) || v.Verdict != "" {
+				t.Fatalf("verdict %q, err %v; want ErrReply", v.Verdict, err)
+			}
+		})
+	}
+}
+
 // agreeInProcess checks that a Checker gives exactly the in-process result.
 func agreeInProcess(t *testing.T, c Checker, req Request) receipts.Verification {
 	t.Helper()

@@ -279,7 +279,7 @@ func TestVerifyNeverPanicsOnGarbage(t *testing.T) {
 func TestDescribes(t *testing.T) {
 	req := makeCut(t, sampleParts, cutOptions{})
 	v := Verify(req)
-	if err := describes(v, req); err != nil {
+	if err := describes(v, expect(req)); err != nil {
 		t.Fatalf("the verifier's own answer: %v", err)
 	}
 	for name, change := range map[string]func(*receipts.Verification){
@@ -290,13 +290,13 @@ func TestDescribes(t *testing.T) {
 	} {
 		w := v
 		change(&w)
-		if err := describes(w, req); err != ErrReply {
+		if err := describes(w, expect(req)); err != ErrReply {
 			t.Errorf("%s changed: %v, want ErrReply", name, err)
 		}
 	}
 	// A plan without a canonical form has no digest on either side.
 	req.Plan = []byte("{")
-	if err := describes(Verify(req), req); err != nil {
+	if err := describes(Verify(req), expect(req)); err != nil {
 		t.Errorf("an undecodable plan: %v", err)
 	}
 }
