@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -22,6 +23,10 @@ const (
 	chunkSize = 1 << 20
 	// MaxInputBytes bounds each input of a plugin request.
 	MaxInputBytes = receipts.DefaultMaxBytes
+	// maxAnswerBytes bounds the plugin's answer as the host receives it. A
+	// CutVerification@1 is a few KiB: each claim keeps a bounded number of
+	// problems (four) of a few dozen bytes.
+	maxAnswerBytes = 1 << 20
 	// preallocMax bounds what a declared size may make the plugin allocate
 	// before the bytes arrive.
 	preallocMax = 256 << 20
@@ -53,7 +58,9 @@ func statusOf(err error) error {
 	case errors.Is(err, ErrStream):
 		return status.Error(codes.InvalidArgument, ErrStream.Error())
 	case errors.Is(err, ErrTooLarge):
-		return status.Error(codes.ResourceExhausted, ErrTooLarge.Error())
+		// Not ResourceExhausted: the host's gRPC reports an answer over
+		// maxAnswerBytes with that code.
+		return status.Error(codes.OutOfRange, ErrTooLarge.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, context.Canceled.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -67,8 +74,11 @@ func errorOf(err error) error {
 	switch status.Code(err) {
 	case codes.InvalidArgument:
 		return ErrStream
-	case codes.ResourceExhausted:
+	case codes.OutOfRange:
 		return ErrTooLarge
+	case codes.ResourceExhausted:
+		// The plugin's answer is over maxAnswerBytes.
+		return ErrReply
 	case codes.Canceled:
 		return context.Canceled
 	case codes.DeadlineExceeded:
@@ -113,7 +123,8 @@ func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verifica
 	wait := sync.OnceValue(func() answerOf { return <-expected })
 	defer wait() // nothing reads req's buffers after Verify returns
 
-	stream, err := g.c.Verify(ctx)
+	// go-plugin dials with a 2 GiB receive limit; an answer is a few KiB.
+	stream, err := g.c.Verify(ctx, grpc.MaxCallRecvMsgSize(maxAnswerBytes))
 	if err != nil {
 		return receipts.Verification{}, errorOf(err)
 	}

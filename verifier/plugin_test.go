@@ -83,6 +83,29 @@ func TestClientChecksAnswer(t *testing.T) {
 	}
 }
 
+// answersHuge is a plugin whose answer is over maxAnswerBytes.
+type answersHuge struct{}
+
+func (answersHuge) Verify(_ context.Context, req Request) (receipts.Verification, error) {
+	v := Verify(req)
+	v.Claims[0].Detail = strings.Repeat("x", 2<<20) // under gRPC's default limit, over the host's
+	return v, nil
+}
+
+// TestClientAnswerTooLarge: an answer over the message limit is ErrReply
+// (a bad answer), not ErrTooLarge (which says the request's inputs were).
+func TestClientAnswerTooLarge(t *testing.T) {
+	client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{PluginName: &grpcPlugin{impl: answersHuge{}}})
+	t.Cleanup(func() { server.Stop(); client.Close() })
+	raw, err := client.Dispense(PluginName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.(Checker).Verify(context.Background(), makeCut(t, sampleParts, cutOptions{})); !errors.Is(err, ErrReply) {
+		t.Fatalf("err = %v, want ErrReply", err)
+	}
+}
+
 // agreeInProcess checks that a Checker gives exactly the in-process result.
 func agreeInProcess(t *testing.T, c Checker, req Request) receipts.Verification {
 	t.Helper()
@@ -149,7 +172,7 @@ func TestStreamProtocol(t *testing.T) {
 		{"empty stream", nil, codes.InvalidArgument},
 		{"chunk first", []*verifierpb.VerifyRequest{chunk(verifierpb.Input_INPUT_SOURCE, "x")}, codes.InvalidArgument},
 		{"four sizes", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0)}, codes.InvalidArgument},
-		{"too large", []*verifierpb.VerifyRequest{hdr(MaxInputBytes+1, 0, 0, 0, 0)}, codes.ResourceExhausted},
+		{"too large", []*verifierpb.VerifyRequest{hdr(MaxInputBytes+1, 0, 0, 0, 0)}, codes.OutOfRange},
 		{"bad key length", []*verifierpb.VerifyRequest{keyHdr}, codes.InvalidArgument},
 		{"more than declared", []*verifierpb.VerifyRequest{hdr(1, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
 		{"fewer than declared", []*verifierpb.VerifyRequest{hdr(3, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
@@ -298,5 +321,22 @@ func TestStartRefusesMissingExecutable(t *testing.T) {
 	_, err := Start(context.Background(), "/nonexistent/verifier-plugin", nil, nil, nil)
 	if !errors.Is(err, ErrStart) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestStatusRoundTrip: each protocol error the plugin returns is the same
+// error on the host, and no status is read as another's error.
+func TestStatusRoundTrip(t *testing.T) {
+	for _, e := range []error{ErrStream, ErrTooLarge, context.Canceled, context.DeadlineExceeded} {
+		if got := errorOf(statusOf(e)); got != e {
+			t.Errorf("%v came back as %v", e, got)
+		}
+	}
+	if got := errorOf(statusOf(errors.New("secret detail"))); !errors.Is(got, ErrInternal) || strings.Contains(got.Error(), "secret") {
+		t.Errorf("an unknown error came back as %v", got)
+	}
+	// gRPC's own code for an answer over the host's receive limit.
+	if got := errorOf(status.Error(codes.ResourceExhausted, "grpc: received message larger than max")); got != ErrReply {
+		t.Errorf("ResourceExhausted came back as %v", got)
 	}
 }
