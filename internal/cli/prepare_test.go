@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -358,5 +359,58 @@ func TestPluginBudget(t *testing.T) {
 	verifyBudget = old
 	if code, _, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "plugin", "--json", proj); code != ExitOK {
 		t.Fatalf("with the budget: exit %d: %s", code, errb)
+	}
+}
+
+// TestVerifyReadsBundleAsWritten: cut verify checks the export and receipts
+// as the bundle holds them, not as decoded and re-encoded: white space or an
+// escape in the export, or a member added to a receipt, fails the
+// verification (exit 4); so does a label_digest that is not the receipts'
+// and a lease in the bundle of an irreversible plan.
+func TestVerifyReadsBundleAsWritten(t *testing.T) {
+	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
+	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
+	if code != ExitOK {
+		t.Fatalf("prepare: exit %d: %s", code, errb)
+	}
+	good := string(bytes.TrimSpace(out))
+	verify := func(doc string) (int, receipts.Verification) {
+		t.Helper()
+		code, out, _ := e.run(t, "verify", "--vocab", e.vocab, "--plan", plan, "--source", proj, "--verifier", "inprocess",
+			"--json", e.write(t, "bundle.json", doc))
+		var v receipts.Verification
+		decodeStrict(t, out, &v)
+		return code, v
+	}
+	if code, v := verify(good); code != ExitOK {
+		t.Fatalf("the untouched bundle: exit %d, failed %v", code, v.Failed())
+	}
+	if !strings.Contains(good, `{"export":{"parts":`) || !strings.Contains(good, `"receipts":[{`) || !strings.Contains(good, `"lease":null`) {
+		t.Fatalf("bundle layout changed: %.200s", good)
+	}
+	for name, tc := range map[string]struct {
+		doc   string
+		claim string // a claim that must fail; "" for every claim
+	}{
+		"space in the export":  {strings.Replace(good, `{"export":{"parts":`, `{"export":{ "parts":`, 1), "export-canonical"},
+		"escape in the export": {strings.Replace(good, `{"export":{"parts":`, `{"export":{"\u0070arts":`, 1), "export-canonical"},
+		"member in a receipt":  {strings.Replace(good, `"receipts":[{`, `"receipts":[{"export_digest":"",`, 1), "receipt-chain"},
+		// The bundle's own label_digest comes before its receipts'.
+		"another label digest": {strings.Replace(good, regexp.MustCompile(`"label_digest":"hmac-sha256:[0-9a-f]{64}"`).FindString(good),
+			`"label_digest":"hmac-sha256:`+strings.Repeat("0", 64)+`"`, 1), ""},
+		"lease, irreversible": {strings.Replace(good, `"lease":null`, `"lease":"lease:x"`, 1), ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.doc == good {
+				t.Fatal("the tampering changed nothing")
+			}
+			code, v := verify(tc.doc)
+			if code != ExitVerifyNo || v.Verdict != "fail" {
+				t.Fatalf("exit %d, verdict %s", code, v.Verdict)
+			}
+			if tc.claim == "" && len(v.Failed()) != len(v.Claims) || tc.claim != "" && !contains(v.Failed(), tc.claim) {
+				t.Fatalf("failed %v, want %q", v.Failed(), tc.claim)
+			}
+		})
 	}
 }
