@@ -149,6 +149,8 @@ func FuzzVerifierAgrees(f *testing.F) {
 	f.Add("person", `Zoë \"zo\" Quill`, "ask triage.rank-by-severity owner.team=\"payments core\"\n", uint32(400), byte('1'))
 	f.Add("file", "a b@c=d", "", uint32(180), byte(' '))
 	f.Add("host", "redacted:module:1", "", uint32(77), byte('"'))
+	f.Add("team", `\"`, "", uint32(5), byte('x'))
+	f.Add("team", `redacted:team:1\" owner.module=\"redacted:module:1`, "", uint32(9), byte('y'))
 	fx := newAgreeFixture(f)
 	f.Fuzz(func(t *testing.T, cat, value, extra string, at uint32, b byte) {
 		if strings.ContainsAny(cat, "\"\\") || len(value) > 512 || len(extra) > 512 {

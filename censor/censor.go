@@ -240,6 +240,9 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 		exp = tm.fill(refs, is.tokens, in.Buffer)
 	}
 	out.Export = exp.buf
+	if r := escapedResidual(in.Doc, refs, pairs, out.Export); r != nil {
+		return nil, &RefusedError{Refusals: []grammar.Refusal{*r}}
+	}
 	// The export's plain digest and the candidate's keyed one, on two CPUs.
 	done := make(chan string, 1)
 	go func() { done <- receipts.SHA256(out.Export) }()

@@ -439,3 +439,55 @@ func TestCutBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestEscapedValueReadsInExport: an owner value written with escapes that,
+// decoded, reads in the export (in a candidate text, or across the export's
+// JSON) is refused as AMBIGUOUS_SPAN at its first span, before anything is
+// returned; the verifier's no-residual claim would fail that cut. An escaped
+// value that does not read there is cut as any other.
+func TestEscapedValueReadsInExport(t *testing.T) {
+	_, v := exampleInputs(t)
+	const pre = `ask triage.rank-by-severity owner.team=\"a\" owner.team=\"`
+	for _, tc := range []struct {
+		name, text string
+		col, n     int // the refused span; 0 when accepted
+	}{
+		// decoded: redacted:team:1" owner.team="redacted:team:2
+		{"reads in a text", pre + `redacted:team:1\\\" owner.team=\\\"redacted:team:2\"\n`, 56, 46},
+		// decoded: "}],"profile":"
+		{"reads across the JSON", `ask triage.rank-by-severity owner.team=\"\\\"}],\\\"profile\\\":\\\"\"\n`, 41, 19},
+		// decoded: one quote, which every token has around it
+		{"a lone quote", pre + `\\\"\"\n`, 56, 2},
+		{"reads nowhere", pre + `Zoë \\\"zo\\\" Quill\"\n`, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const finding = `finding GO-2022-1059 golang.org/x/text@v0.3.7 affected https://go.dev/issue/56152\n`
+			doc := `{"schema":"Projection@1","profile":"closed-diagnostic@1","parts":[{"kind":"query","key":"q","text":"` + finding + tc.text +
+				`","label":{"class":"private","weight":1,"categories":[],"subjects":[],"parents":["p"],"handling":[]},"lineage":["l"]}]}`
+			d, refs := grammar.LoadProjection([]byte(doc), grammar.LoadOptions{})
+			if refs != nil {
+				t.Fatal(refs)
+			}
+			k := testKey(t, 1)
+			out, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: plan(t, d, v, k), Key: k})
+			if tc.n == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var re *RefusedError
+			if out != nil || !errors.As(err, &re) || len(re.Refusals) != 1 {
+				t.Fatalf("out %v, err %v", out != nil, err)
+			}
+			want := grammar.Refusal{Code: receipts.AmbiguousSpan, Part: 0, Kind: "query", Line: 2, Column: tc.col, Length: tc.n,
+				Offset: len(finding) - 1 + tc.col - 1}
+			if re.Refusals[0] != want {
+				t.Fatalf("refusal %+v, want %+v", re.Refusals[0], want)
+			}
+			if strings.Contains(err.Error(), "redacted:team") || strings.Contains(err.Error(), "kind") {
+				t.Fatal("error echoes input")
+			}
+		})
+	}
+}

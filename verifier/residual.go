@@ -31,15 +31,16 @@ func (c *check) checkResidual(vt *valueTable, bad []region) {
 	values := newByteTable()
 	defer values.release()
 	// One array holds both lists: straddling values from the front, plain
-	// ones from the back.
-	all := make([][]byte, vt.len())
+	// ones from the back. A value written with escapes is searched both as
+	// written and as it reads (its decoded form), which is the owner's value.
+	var decoded [][]byte // the decoded forms; they hold a '"' or a '\'
+	all := make([][]byte, 2*vt.len())
 	ns, np := 0, len(all)
-	for id := range vt.len() {
-		v := vt.bytes(id)
+	add := func(v []byte) {
 		h := values.hash(v)
 		n, slot := values.find(0, v, h)
 		if n >= 0 {
-			continue
+			return
 		}
 		values.insert(0, v, h, slot)
 		if bytes.ContainsFunc(v, func(r rune) bool { return r < 0x80 && isBoundary(byte(r)) }) {
@@ -48,6 +49,15 @@ func (c *check) checkResidual(vt *valueTable, bad []region) {
 		} else {
 			np--
 			all[np] = v
+		}
+	}
+	for id := range vt.len() {
+		v := vt.bytes(id)
+		add(v)
+		if bytes.IndexByte(v, '\\') >= 0 {
+			d := unescapeValue(nil, v)
+			decoded = append(decoded, d)
+			add(d)
 		}
 	}
 	straddling, plain := all[:ns], all[np:]
@@ -84,6 +94,18 @@ func (c *check) checkResidual(vt *valueTable, bad []region) {
 	}
 	if found > 0 {
 		res.fail("%d owner value occurrence(s) outside public text and tokens; first at %s", found, first)
+	}
+	// A decoded value holds a quote or a backslash, which no public item,
+	// literal or token has: it may read in the export's JSON only across
+	// the document's structure, and any occurrence there is one.
+	if len(decoded) > 0 {
+		m := newMatcher(decoded)
+		defer m.release()
+		n := 0
+		m.scan(c.req.Export, 0, len(c.req.Export), func(s, e int) bool { n++; return true })
+		if n > 0 {
+			res.fail("%d owner value occurrence(s) in the export's JSON outside its texts", n)
+		}
 	}
 	res.facts = "values=" + itoa(values.len()) + " searched_straddling=" + itoa(len(straddling)) + " unknown_regions=" + itoa(len(bad))
 }

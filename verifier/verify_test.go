@@ -170,6 +170,25 @@ func TestVerifyTampering(t *testing.T) {
 			mutate: func(r *Request) {},
 			want:   []string{ClaimNoResidual},
 		},
+		{
+			// The third value reads `redacted:team:2" owner.team="redacted:team:3`:
+			// the export's texts hold it as written by the cut.
+			name: "value with escaped quotes reads as export text",
+			parts: []testPart{{"query", "q",
+				`ask triage.explain owner.team="a" owner.team="b" owner.team="redacted:team:2\" owner.team=\"redacted:team:3"` + "\n"}},
+			mutate: func(r *Request) {},
+			want:   []string{ClaimNoResidual},
+		},
+		{
+			// The value reads `"},{"kind":"query"`: the export's JSON
+			// structure between two parts.
+			name: "value with escaped quotes reads as export JSON",
+			parts: []testPart{
+				{"block", "k", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.team=\"\\\"},{\\\"kind\\\":\\\"query\\\"\"\n"},
+				{"query", "q", "ask triage.explain\n"}},
+			mutate: func(r *Request) {},
+			want:   []string{ClaimNoResidual},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
