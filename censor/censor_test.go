@@ -452,8 +452,8 @@ func TestEscapedValueReadsInExport(t *testing.T) {
 		name, text string
 		col, n     int // the refused span; 0 when accepted
 	}{
-		// decoded: redacted:team:1" owner.team="redacted:team:2
-		{"reads in a text", pre + `redacted:team:1\\\" owner.team=\\\"redacted:team:2\"\n`, 56, 46},
+		// decoded: 1" owner.team="redacted:team:2
+		{"reads in a text", pre + `1\\\" owner.team=\\\"redacted:team:2\"\n`, 56, 32},
 		// decoded: "}],"profile":"
 		{"reads across the JSON", `ask triage.rank-by-severity owner.team=\"\\\"}],\\\"profile\\\":\\\"\"\n`, 41, 19},
 		// decoded: one quote, which every token has around it

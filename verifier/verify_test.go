@@ -171,11 +171,11 @@ func TestVerifyTampering(t *testing.T) {
 			want:   []string{ClaimNoResidual},
 		},
 		{
-			// The third value reads `redacted:team:2" owner.team="redacted:team:3`:
+			// The third value reads `2" owner.team="redacted:team:3`:
 			// the export's texts hold it as written by the cut.
 			name: "value with escaped quotes reads as export text",
 			parts: []testPart{{"query", "q",
-				`ask triage.explain owner.team="a" owner.team="b" owner.team="redacted:team:2\" owner.team=\"redacted:team:3"` + "\n"}},
+				`ask triage.explain owner.team="a" owner.team="b" owner.team="2\" owner.team=\"redacted:team:3"` + "\n"}},
 			mutate: func(r *Request) {},
 			want:   []string{ClaimNoResidual},
 		},
