@@ -18,7 +18,7 @@ import (
 // Declining is always safe; accepting is checked against a frozen reference
 // parser by TestParseMatchesReference and FuzzParseMatchesReference.
 //
-// fast sees the text from the record's start to at most MaxRecord bytes on
+// fast sees the text from the record's start to at most MaxRecord+1 bytes on
 // (r.rec). A field that runs past the record's LF holds the LF, so no
 // vocabulary item matches it and fast declines; only the last public field
 // and what follows an owner value are checked for the LF itself.

@@ -17,7 +17,7 @@ import (
 
 // The default limits of SPEC §4.
 const (
-	DefaultMaxRecord   = 64 << 10  // bytes in one record, its LF included
+	DefaultMaxRecord   = 64 << 10  // bytes in one record, its LF not counted
 	DefaultMaxOwners   = 64        // owner slots in one record
 	DefaultMaxText     = 256 << 20 // bytes in one part's text
 	DefaultMaxRefusals = 100       // refusals reported by one parse before it stops
@@ -309,7 +309,11 @@ func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refus
 		line++
 		// Most records are accepted by the fast path, which finds the LF as
 		// it goes. It looks no further than a record may be long.
-		r.start, r.rec = pos, text[pos:pos+min(to-pos, p.lim.MaxRecord)]
+		window := to - pos
+		if window > p.lim.MaxRecord {
+			window = p.lim.MaxRecord + 1 // the longest record and its LF
+		}
+		r.start, r.rec = pos, text[pos:pos+window]
 		saved := r.st
 		r.spans = r.spans[:0]
 		if nl := r.fast(); nl >= 0 {
@@ -327,7 +331,7 @@ func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refus
 		var bad *Refusal
 		next := pos + nl + 1
 		switch {
-		case nl < 0 && to-pos > p.lim.MaxRecord, nl+1 > p.lim.MaxRecord:
+		case nl < 0 && to-pos > p.lim.MaxRecord, nl > p.lim.MaxRecord:
 			n := nl + 1
 			if nl < 0 {
 				n = to - pos
@@ -379,8 +383,8 @@ const (
 )
 
 // recParser parses the records of one run: start and rec locate the current
-// record (for the fast path, rec runs on past it to at most MaxRecord bytes
-// from its start), spans holds its spans and st sums the stats of the
+// record (for the fast path, rec runs on past it to at most MaxRecord+1
+// bytes from its start), spans holds its spans and st sums the stats of the
 // accepted records.
 type recParser struct {
 	p       *Parser

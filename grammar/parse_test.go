@@ -156,7 +156,35 @@ var refusalCases = []refusalCase{
 	{"invalid UTF-8 in item", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/\xed\xa0\x80\n", Refusal{Code: receipts.InvalidUTF8, Line: 1, Column: 71, Length: 1}},
 	// LIMIT_EXCEEDED
 	{"record too long", "ask triage.rank-by-severity owner.team=\"" + strings.Repeat("a", DefaultMaxRecord) + "\"\n", Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: DefaultMaxRecord + 42}},
+	// A record of DefaultMaxRecord+1 bytes, its LF not counted (SPEC §4: a
+	// record is what comes before its LF); TestRecordLimitBoundary has the
+	// longest accepted one.
+	{"record one byte too long", "ask triage.rank-by-severity owner.team=\"" + strings.Repeat("a", DefaultMaxRecord+1-41) + "\"\n", Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: DefaultMaxRecord + 2}},
 	{"too many owners", "ask triage.rank-by-severity" + strings.Repeat(" owner.team=\"t\"", DefaultMaxOwners+1) + "\n", Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 28 + 15*DefaultMaxOwners + 1, Length: 14}},
+}
+
+// TestRecordLimitBoundary: a record of exactly DefaultMaxRecord bytes before
+// its LF is accepted, in every mode of the parser and as a part's last record
+// without an LF too (refused then only for the missing LF), as the verifier's
+// recognizer accepts it.
+func TestRecordLimitBoundary(t *testing.T) {
+	p := NewParser(testVocab(t), Options{})
+	rec := "ask triage.rank-by-severity owner.team=\"" + strings.Repeat("a", DefaultMaxRecord-41) + "\""
+	if len(rec) != DefaultMaxRecord {
+		t.Fatalf("record of %d bytes", len(rec))
+	}
+	for _, text := range []string{rec + "\n", strings.Repeat(rec+"\n", 3)} {
+		if _, refs := p.Parse([]byte(text), nil); len(refs) != 0 {
+			t.Fatalf("%d bytes: %v", len(text), refs)
+		}
+		if _, _, refs := p.Owners([]byte(text)); len(refs) != 0 {
+			t.Fatalf("owners, %d bytes: %v", len(text), refs)
+		}
+	}
+	_, refs := p.Parse([]byte(rec), nil)
+	if len(refs) != 1 || refs[0].Code != receipts.MalformedRecord {
+		t.Fatalf("without LF: %v", refs)
+	}
 }
 
 func TestParseRefuses(t *testing.T) {

@@ -76,7 +76,7 @@ func refParse(p *Parser, rv *refVocab, text []byte, mode spanMode) (Stats, []Spa
 		var bad *Refusal
 		next := pos + nl + 1
 		switch {
-		case nl < 0 && len(text)-pos > p.lim.MaxRecord, nl+1 > p.lim.MaxRecord:
+		case nl < 0 && len(text)-pos > p.lim.MaxRecord, nl > p.lim.MaxRecord: // LF not counted (seventh session)
 			n := nl + 1
 			if nl < 0 {
 				n = len(text) - pos
