@@ -223,6 +223,9 @@ func TestPlanMismatch(t *testing.T) {
 		{"categories", func(p *receipts.Plan) { p.Categories.Allowed = append(p.Categories.Allowed, "credential") }, receipts.PlanMismatch},
 		{"categories", func(p *receipts.Plan) { p.Categories.Prohibited = []string{} }, receipts.PlanMismatch},
 		{"policy_revision", func(p *receipts.Plan) { p.PolicyRevision = "other/9" }, receipts.PlanMismatch},
+		{"threat_model", func(p *receipts.Plan) { p.ThreatModel = "" }, receipts.PlanMismatch},
+		{"target", func(p *receipts.Plan) { p.Target = "https://u@model.example/" }, receipts.PlanMismatch},
+		{"max_parents", func(p *receipts.Plan) { p.MaxParents = 0 }, receipts.PlanMismatch},
 		{"expires_at", func(p *receipts.Plan) { p.ExpiresAt = "tomorrow" }, receipts.PlanMismatch},
 	}
 	for _, tt := range tests {

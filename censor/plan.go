@@ -10,7 +10,7 @@ import (
 )
 
 // PolicyRevision is the policy this build enforces; seals must match it.
-const PolicyRevision = "privacycut-policy/1"
+const PolicyRevision = receipts.PolicyRevision
 
 // PlanOptions are the choices `cut plan init` exposes.
 type PlanOptions struct {
@@ -144,6 +144,8 @@ func CheckPlan(p *receipts.Plan, v *grammar.Vocabulary, mode string) (grammar.Ca
 		return bad("vocabulary_digest")
 	case p.PolicyRevision != PolicyRevision:
 		return bad("policy_revision")
+	case p.ThreatModel == "":
+		return bad("threat_model")
 	}
 	for _, inv := range receipts.RequiredInvariants {
 		if !slices.Contains(p.Invariants, inv) {

@@ -25,6 +25,10 @@ const (
 	ModeReversible   = "reversible"
 )
 
+// PolicyRevision is the policy this build enforces: a plan names it, and the
+// censor, the verifier and the seal authority each require it.
+const PolicyRevision = "privacycut-policy/1"
+
 // RequiredInvariants are the invariants every plan must carry (SPEC §5).
 var RequiredInvariants = []string{
 	"preserve-diagnostics", "preserve-dependencies", "preserve-status",

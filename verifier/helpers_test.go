@@ -172,9 +172,9 @@ func makeCut(t testing.TB, parts []testPart, opt cutOptions) Request {
 		Schema: receipts.SchemaPlan, Consumer: receipts.Consumer{Kind: "service", ID: "bot"},
 		Purpose: "triage", Target: "https://models.example/v1", Mode: opt.mode,
 		ManifestDigest: manDigest, RestrictedRef: srcDigest,
-		Invariants: receipts.RequiredInvariants, ThreatModel: "remote", Retention: "none", MaxUses: 1,
+		Invariants: receipts.RequiredInvariants, ThreatModel: "remote", Retention: receipts.RetentionNone, MaxUses: 1,
 		Categories:       receipts.PlanCategories{Allowed: opt.allowed, Prohibited: []string{"credential"}},
-		VocabularyDigest: vocDigest, MaxParents: 64, ExpiresAt: "2030-01-02T00:00:00Z", PolicyRevision: "p/1",
+		VocabularyDigest: vocDigest, MaxParents: 64, ExpiresAt: "2030-01-02T00:00:00Z", PolicyRevision: receipts.PolicyRevision,
 	}
 	if opt.mode == receipts.ModeReversible {
 		plan.RemoteDeadlineS, plan.ReturnWindowS, plan.Station = 600, 3600, "station-1"

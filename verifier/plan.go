@@ -33,10 +33,11 @@ func (c *check) manifestDigest() (string, error) {
 	return keyedCanonical(c.key, m)
 }
 
-// absoluteHTTP reports whether s is an absolute http or https URL with a host.
+// absoluteHTTP reports whether s is an absolute http or https URL with a
+// host, and no user info or fragment.
 func absoluteHTTP(s string) bool {
 	u, err := url.Parse(s)
-	if err != nil || u.Opaque != "" || u.Host == "" {
+	if err != nil || u.Opaque != "" || u.Host == "" || u.User != nil || u.Fragment != "" {
 		return false
 	}
 	return u.Scheme == "http" || u.Scheme == "https"
@@ -63,13 +64,19 @@ func (c *check) checkPlan() {
 		o.fail("purpose empty")
 	}
 	if !absoluteHTTP(p.Target) {
-		o.fail("target is not an absolute http(s) URL")
+		o.fail("target is not an absolute http(s) URL without user info or fragment")
 	}
 	if p.MaxUses < 1 {
 		o.fail("max_uses below 1")
 	}
-	if p.MaxParents < 0 {
-		o.fail("max_parents negative")
+	if p.MaxParents < 1 {
+		o.fail("max_parents below 1")
+	}
+	if p.PolicyRevision != receipts.PolicyRevision {
+		o.fail("policy_revision is not %s", receipts.PolicyRevision)
+	}
+	if p.ThreatModel == "" {
+		o.fail("threat_model empty")
 	}
 	for _, inv := range receipts.RequiredInvariants {
 		if !slices.Contains(p.Invariants, inv) {
@@ -86,6 +93,9 @@ func (c *check) checkPlan() {
 		}
 		if alg, _, err := receipts.ParseDigest(p.OutputSchemaDigest); err != nil || alg != receipts.PrefixSHA256 {
 			o.fail("reversible plan without a sha256 output_schema_digest")
+		}
+		if !receipts.KnownRetention(p.Retention) {
+			o.fail("reversible plan with an unknown retention")
 		}
 	}
 
@@ -104,9 +114,20 @@ func (c *check) checkPlan() {
 			o.fail("categories.prohibited names an unknown category")
 		}
 	}
+	if !slices.Contains(p.Categories.Prohibited, "credential") {
+		o.fail("categories.prohibited lacks credential")
+	}
+	for _, a := range p.Categories.Allowed {
+		if slices.Contains(p.Categories.Prohibited, a) {
+			o.fail("a category is both allowed and prohibited")
+			break
+		}
+	}
 	if c.w != nil && c.src != nil && c.voc != nil {
 		if !c.w.sourceRecognized {
 			o.fail("source not fully recognized: its categories are unknown")
+		} else if c.w.findings == 0 && slices.Contains(p.Invariants, "preserve-diagnostics") {
+			o.fail("%s: preserve-diagnostics, and the source has no finding record", receipts.LostUtility)
 		}
 		for i, used := range c.w.used {
 			if !used {

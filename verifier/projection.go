@@ -91,7 +91,7 @@ func checkMetadata(p *projection, maxParents int) []metaRefusal {
 		if pt.Label == nil {
 			// A missing label counts as restricted with unknown lineage.
 			out = append(out, metaRefusal{receipts.UnknownLineage, i})
-		} else if _, ok := classRank[pt.Label.Class]; !ok {
+		} else if _, ok := classRank[pt.Label.Class]; !ok || pt.Label.Weight < 0 {
 			out = append(out, metaRefusal{receipts.MalformedRecord, i})
 		}
 		if len(pt.Lineage) == 0 || slices.Contains(pt.Lineage, "unknown") || slices.Contains(pt.Lineage, "") {

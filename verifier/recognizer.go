@@ -16,9 +16,14 @@ const (
 	MaxRecordBytes = 64 << 10
 	// MaxOwnersPerRecord is the largest number of owner slots in one record.
 	MaxOwnersPerRecord = 64
+	// MaxParts is the largest number of parts of a projection.
+	MaxParts = 1 << 16
 	// MaxPartTextBytes is the longest text of one part.
 	MaxPartTextBytes = 256 << 20
 )
+
+// maxParts is MaxParts; tests lower it.
+var maxParts = MaxParts
 
 // categories is the closed set of owner categories, in the order the receipt
 // operations list them. credential is last: it is never allowed.

@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/privacycut/privacycut/receipts"
@@ -33,6 +34,7 @@ type sourceWalk struct {
 	counts                  [8]int
 	used                    [8]bool
 	records, publics, slots int
+	findings                int // recognized finding records
 }
 
 // sourceBatch carries records in order; each record's spans and slots are
@@ -131,6 +133,9 @@ func (c *check) sourceRecords(vt *valueTable, allowed *[8]bool, sw *sourceWalk, 
 				cov.fail("%s %s", sref.code, where(p, line, sStart, sref.off, sref.length))
 			} else {
 				sw.records++
+				if bytes.HasPrefix(s[sStart:], []byte("finding ")) {
+					sw.findings++
+				}
 			}
 			b.recs = append(b.recs, batchRecord{sStart, si, sref != nil, spanLo, len(b.spans), slotLo, len(b.slots)})
 			if len(b.recs) == batchRecords {

@@ -1,8 +1,10 @@
 package verifier
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,7 +177,8 @@ func TestVerifyTampering(t *testing.T) {
 			// the export's texts hold it as written by the cut.
 			name: "value with escaped quotes reads as export text",
 			parts: []testPart{{"query", "q",
-				`ask triage.explain owner.team="a" owner.team="b" owner.team="2\" owner.team=\"redacted:team:3"` + "\n"}},
+				"finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417\n" +
+					`ask triage.explain owner.team="a" owner.team="b" owner.team="2\" owner.team=\"redacted:team:3"` + "\n"}},
 			mutate: func(r *Request) {},
 			want:   []string{ClaimNoResidual},
 		},
@@ -317,5 +320,66 @@ func TestDescribes(t *testing.T) {
 	req.Plan = []byte("{")
 	if err := describes(Verify(req), expect(req)); err != nil {
 		t.Errorf("an undecodable plan: %v", err)
+	}
+}
+
+// TestVerifyRefusesWhatCensorRefuses: a cut whose source or plan the censor
+// refuses does not pass the verifier either, even made consistently (every
+// digest and receipt bound to that source and plan): each fails exactly the
+// claim named, with the detail given.
+func TestVerifyRefusesWhatCensorRefuses(t *testing.T) {
+	const finding = "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417\n"
+	// The part limit, lowered for the test (MaxParts+1 parts take seconds).
+	defer func(n int) { maxParts = n }(maxParts)
+	maxParts = 4
+	many := make([]testPart, maxParts+1)
+	for i := range many {
+		many[i] = testPart{"block", "k" + strconv.Itoa(i), finding}
+	}
+	plan := func(f func(p *receipts.Plan)) cutOptions { return cutOptions{plan: f} }
+	for _, tc := range []struct {
+		name   string
+		parts  []testPart
+		opt    cutOptions
+		source func([]byte) []byte
+		claim  string
+		detail string
+	}{
+		{name: "other policy revision", opt: plan(func(p *receipts.Plan) { p.PolicyRevision = "other/1" }), claim: ClaimPlanMatch, detail: "policy_revision"},
+		{name: "no threat model", opt: plan(func(p *receipts.Plan) { p.ThreatModel = "" }), claim: ClaimPlanMatch, detail: "threat_model"},
+		{name: "target with user info", opt: plan(func(p *receipts.Plan) { p.Target = "https://u:p@models.example/v1" }), claim: ClaimPlanMatch, detail: "target"},
+		{name: "target with fragment", opt: plan(func(p *receipts.Plan) { p.Target = "https://models.example/v1#x" }), claim: ClaimPlanMatch, detail: "target"},
+		{name: "max_parents 0", opt: plan(func(p *receipts.Plan) { p.MaxParents = 0 }), claim: ClaimPlanMatch, detail: "max_parents"},
+		{name: "credential not prohibited", opt: plan(func(p *receipts.Plan) { p.Categories.Prohibited = []string{} }), claim: ClaimPlanMatch, detail: "lacks credential"},
+		{name: "allowed and prohibited", opt: plan(func(p *receipts.Plan) { p.Categories.Prohibited = append(p.Categories.Prohibited, "host") }), claim: ClaimPlanMatch, detail: "both allowed and prohibited"},
+		{name: "reversible, unknown retention", opt: cutOptions{mode: receipts.ModeReversible, plan: func(p *receipts.Plan) { p.Retention = "forever" }}, claim: ClaimPlanMatch, detail: "retention"},
+		{name: "no finding record", parts: []testPart{{"query", "q", "ask triage.explain owner.team=\"a\"\n"}}, claim: ClaimPlanMatch, detail: "LOST_UTILITY"},
+		{name: "negative weight", source: func(b []byte) []byte { return bytes.Replace(b, []byte(`"weight":2`), []byte(`"weight":-2`), 1) }, claim: ClaimCoverage, detail: "MALFORMED_RECORD"},
+		{name: "no parts", parts: []testPart{}, claim: ClaimCoverage, detail: "no parts"},
+		{name: "too many parts", parts: many, claim: ClaimCoverage, detail: "LIMIT_EXCEEDED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parts := tc.parts
+			if parts == nil {
+				parts = sampleParts
+			}
+			req := makeCut(t, parts, tc.opt)
+			if tc.source != nil {
+				req.Source = tc.source(req.Source)
+			}
+			v := Verify(req)
+			if !slices.Contains(v.Failed(), tc.claim) {
+				t.Fatalf("%s holds; failed %v", tc.claim, v.Failed())
+			}
+			for _, c := range v.Claims {
+				if c.Name == tc.claim && !strings.Contains(c.Detail, tc.detail) {
+					t.Fatalf("%s: %q, want %q in it", c.Name, c.Detail, tc.detail)
+				}
+			}
+			// An export of no parts is not an export either.
+			if tc.source == nil && tc.name != "no parts" && len(v.Failed()) != 1 {
+				t.Fatalf("failed %v, want only %s", v.Failed(), tc.claim)
+			}
+		})
 	}
 }

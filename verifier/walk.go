@@ -14,6 +14,7 @@ type walkResult struct {
 	sourceRecognized bool    // every source record was recognized
 	counts           [8]int  // owner spans per category
 	used             [8]bool // categories of the source's owner slots
+	findings         int     // finding records
 }
 
 // region is a byte range of an export part that is neither public text, a
@@ -119,6 +120,12 @@ func (c *check) walk() *walkResult {
 		if c.plan.MaxParents > 0 {
 			maxParents = c.plan.MaxParents
 		}
+	}
+	switch n := len(c.src.Parts); {
+	case n == 0:
+		cov.fail("%s document: no parts", receipts.MalformedRecord)
+	case n > maxParts:
+		cov.fail("%s document: more than %d parts", receipts.LimitExceeded, maxParts)
 	}
 	for _, r := range checkMetadata(c.src, maxParents) {
 		cov.fail("%s %s line 0 col 0 len 0", r.code, partName(c.src, r.part))
@@ -276,7 +283,7 @@ func (c *check) walk() *walkResult {
 	}
 	x.end()
 	src.finish()
-	w.sourceRecognized, w.counts, w.used = sw.recognized, sw.counts, sw.used
+	w.sourceRecognized, w.counts, w.used, w.findings = sw.recognized, sw.counts, sw.used, sw.findings
 	records, publics, slots := sw.records, sw.publics, sw.slots
 	tokDiff, irrDiff := x.results()
 

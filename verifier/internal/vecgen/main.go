@@ -335,9 +335,9 @@ func planOf(mode, consumerID, target string) string {
 		`"manifest_digest":` + jstr(mac(manifestOf())) + `,` +
 		`"max_parents":64,"max_uses":1,"mode":` + jstr(mode) + `,` +
 		rev(`"output_schema_digest":"sha256:3333333333333333333333333333333333333333333333333333333333333333",`) +
-		`"policy_revision":"policy/1","purpose":"vulnerability triage",` +
+		`"policy_revision":"privacycut-policy/1","purpose":"vulnerability triage",` +
 		rev(`"remote_deadline_s":120,`) +
-		`"restricted_ref":` + jstr(mac(canonical(sourceJSON()))) + `,"retention":"none",` +
+		`"restricted_ref":` + jstr(mac(canonical(sourceJSON()))) + `,"retention":"no-retention",` +
 		rev(`"return_window_s":600,`) +
 		`"schema":"DisclosurePlan@1",` +
 		rev(`"station":"station-1",`) +
