@@ -29,7 +29,14 @@ type Entry struct {
 
 // Journal appends entries to a local JSON-lines file (0600). It is safe for
 // concurrent use within a process; each entry is one write(2) of one line on an
-// O_APPEND descriptor, so lines from concurrent processes do not interleave.
+// O_APPEND descriptor, made under an exclusive flock(2) of the file, so lines
+// from concurrent processes do not interleave.
+//
+// A failed Append leaves no part of its line behind: when the write or its
+// fsync fails (disk full, RLIMIT_FSIZE), the file is truncated back to its size
+// before the write, under the same lock. Should the file still end in a torn
+// line (a crash, or a truncation that failed too), the next entry starts on a
+// new line, so a torn line never swallows a whole one.
 // A nil *Journal records nothing.
 type Journal struct {
 	mu   sync.Mutex
@@ -76,23 +83,61 @@ func (j *Journal) Append(e Entry) error {
 	line = append(line, '\n')
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(j.path), 0o700); err != nil {
-		return fmt.Errorf("egress: journal: %w", err)
-	}
-	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("egress: journal: %w", err)
-	}
-	if _, err := f.Write(line); err != nil {
-		f.Close()
-		return fmt.Errorf("egress: journal: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("egress: journal: %w", err)
-	}
-	if err := f.Close(); err != nil {
+	if err := appendLine(j.path, line); err != nil {
 		return fmt.Errorf("egress: journal: %w", err)
 	}
 	return nil
+}
+
+// appendLine appends line to the file at path and syncs it. On failure the
+// file holds what it held before (see Journal).
+func appendLine(path string, line []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	err = appendLocked(f, line)
+	if cerr := f.Close(); err == nil { // Close releases the lock
+		err = cerr
+	}
+	return err
+}
+
+// appendLocked locks f, writes line at its end and syncs it. Under the lock
+// no cooperating writer appends, so the size before the write is where line
+// starts, and truncating back to it removes exactly this line's bytes.
+func appendLocked(f *os.File, line []byte) error {
+	locked, err := lockFile(f)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	if size > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], size-1); err != nil {
+			return err
+		}
+		if last[0] != '\n' {
+			// A torn line: keep its bytes, but end it before ours.
+			line = append([]byte{'\n'}, line...)
+		}
+	}
+	_, err = f.Write(line)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil && locked {
+		// Best effort: if this fails too, the next append starts a new line.
+		if f.Truncate(size) == nil {
+			f.Sync()
+		}
+	}
+	return err
 }

@@ -105,6 +105,36 @@ func TestJournalConcurrentAppends(t *testing.T) {
 	}
 }
 
+// A journal that ends in a torn line (a crash mid-write) gets its next entry
+// on a line of its own: the fragment stays as it is, and no whole entry is
+// glued onto it.
+func TestJournalAppendAfterTornLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	torn := `{"event_id":"evt:1","kind":"se`
+	if err := os.WriteFile(path, []byte(torn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := egress.Entry{EventID: "evt:2", Time: t0, Kind: "refusal", Command: "admit", Reason: "body"}
+	if err := egress.OpenJournal(path).Append(e); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fragment, rest, ok := strings.Cut(string(data), "\n")
+	if !ok || fragment != torn {
+		t.Fatalf("torn line not kept on its own line: %q", data)
+	}
+	rewritten := filepath.Join(t.TempDir(), "rest.jsonl")
+	if err := os.WriteFile(rewritten, []byte(rest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]egress.Entry{e}, readJournal(t, rewritten)); diff != "" {
+		t.Errorf("entry after a torn line (-want +got):\n%s", diff)
+	}
+}
+
 func TestJournalNilRecordsNothing(t *testing.T) {
 	var j *egress.Journal
 	if err := j.Append(egress.Entry{EventID: "evt:1"}); err != nil {
