@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/privacycut/privacycut/receipts"
@@ -44,8 +46,8 @@ type Journal struct {
 }
 
 // OpenJournal returns a journal writing to path. The file (0600) and its
-// directory (0700) are created on first append; an existing directory or
-// file keeps its mode.
+// missing directories (0700) are created on first append, each synced into
+// its parent directory; an existing directory or file keeps its mode.
 func OpenJournal(path string) *Journal { return &Journal{path: path} }
 
 // Path returns the journal's file path.
@@ -92,15 +94,76 @@ func (j *Journal) Append(e Entry) error {
 // appendLine appends line to the file at path and syncs it. On failure the
 // file holds what it held before (see Journal).
 func appendLine(path string, line []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openJournalFile(path)
 	if err != nil {
 		return err
 	}
 	err = appendLocked(f, line)
 	if cerr := f.Close(); err == nil { // Close releases the lock
+		err = cerr
+	}
+	return err
+}
+
+// openJournalFile opens the journal for appending. A journal it creates, and
+// each directory it creates on the way (0700), is synced into its parent
+// directory before the first entry is written, so a synced entry is not lost
+// with its directory entry.
+func openJournalFile(path string) (*os.File, error) {
+	const flags = os.O_RDWR | os.O_APPEND
+	f, err := os.OpenFile(path, flags, 0)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return f, err
+	}
+	dir := filepath.Dir(path)
+	if err := mkdirAllSync(dir); err != nil {
+		return nil, err
+	}
+	f, err = os.OpenFile(path, flags|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) { // created by another process, maybe not synced yet
+		f, err = os.OpenFile(path, flags, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// mkdirAllSync creates dir and its missing parents with mode 0700, syncing
+// each new directory entry into its parent.
+func mkdirAllSync(dir string) error {
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := mkdirAllSync(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
 	return err
