@@ -54,18 +54,20 @@ func OpenJournal(path string) *Journal { return &Journal{path: path} }
 func (j *Journal) Path() string { return j.path }
 
 // DefaultJournalPath is $PRIVACYCUT_JOURNAL, else
-// $XDG_STATE_HOME/privacycut/journal.jsonl, else
-// ~/.local/state/privacycut/journal.jsonl.
+// $XDG_STATE_HOME/privacycut/journal.jsonl if XDG_STATE_HOME is an absolute
+// path, else ~/.local/state/privacycut/journal.jsonl. A relative
+// XDG_STATE_HOME is ignored, as the XDG base directory specification says: it
+// would put the journal under whatever directory the command runs in.
 func DefaultJournalPath(getenv func(string) string) (string, error) {
 	if p := getenv("PRIVACYCUT_JOURNAL"); p != "" {
 		return p, nil
 	}
-	if d := getenv("XDG_STATE_HOME"); d != "" {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "privacycut", "journal.jsonl"), nil
 	}
 	home := getenv("HOME")
 	if home == "" {
-		return "", errors.New("egress: journal: no PRIVACYCUT_JOURNAL, XDG_STATE_HOME or HOME")
+		return "", errors.New("egress: journal: no PRIVACYCUT_JOURNAL, absolute XDG_STATE_HOME or HOME")
 	}
 	return filepath.Join(home, ".local", "state", "privacycut", "journal.jsonl"), nil
 }

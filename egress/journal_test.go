@@ -164,6 +164,9 @@ func TestDefaultJournalPath(t *testing.T) {
 		{name: "explicit", env: map[string]string{"PRIVACYCUT_JOURNAL": "/j/x.jsonl", "XDG_STATE_HOME": "/s", "HOME": "/h"}, want: "/j/x.jsonl"},
 		{name: "xdg", env: map[string]string{"XDG_STATE_HOME": "/s", "HOME": "/h"}, want: "/s/privacycut/journal.jsonl"},
 		{name: "home", env: map[string]string{"HOME": "/h"}, want: "/h/.local/state/privacycut/journal.jsonl"},
+		{name: "relative xdg ignored", env: map[string]string{"XDG_STATE_HOME": "s", "HOME": "/h"}, want: "/h/.local/state/privacycut/journal.jsonl"},
+		{name: "dot xdg ignored", env: map[string]string{"XDG_STATE_HOME": "./s", "HOME": "/h"}, want: "/h/.local/state/privacycut/journal.jsonl"},
+		{name: "relative xdg without home", env: map[string]string{"XDG_STATE_HOME": "s"}, wantErr: true},
 		{name: "nothing", env: map[string]string{}, wantErr: true},
 	}
 	for _, tt := range tests {
