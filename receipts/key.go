@@ -140,14 +140,27 @@ func (k EvidenceKey) Reveal(fn func([]byte) error) error {
 
 // Equal reports in constant time whether k and o hold the same key. A wiped
 // key equals nothing.
+//
+// Equal holds at most one read lock at a time: a read lock taken while
+// holding another would deadlock against a Wipe queued in between (the
+// same lock twice for copies of one key; the two locks in opposite orders
+// for k.Equal(o) and o.Equal(k)). So copies of one key are equal while it is
+// live, and otherwise k's bytes are copied out under k's lock into a local
+// array, compared under o's, and cleared.
 func (k EvidenceKey) Equal(o *EvidenceKey) bool {
-	if o == nil {
+	if o == nil || k.s == nil || o.s == nil {
+		return false
+	}
+	if k.s == o.s {
+		return k.use(func([]byte) {})
+	}
+	var a [EvidenceKeySize]byte
+	defer clear(a[:])
+	if !k.use(func(key []byte) { copy(a[:], key) }) {
 		return false
 	}
 	eq := false
-	k.use(func(a []byte) {
-		o.use(func(b []byte) { eq = subtle.ConstantTimeCompare(a, b) == 1 })
-	})
+	o.use(func(b []byte) { eq = subtle.ConstantTimeCompare(a[:], b) == 1 })
 	return eq
 }
 

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func seqKey(t *testing.T) *EvidenceKey {
@@ -158,6 +159,61 @@ func checkNoLeak(t *testing.T, what, out string) {
 	t.Helper()
 	if f := findLeak(out); f != "" {
 		t.Errorf("%s leaks the key as %q: %s", what, f, out)
+	}
+}
+
+// Equal never waits for a read lock while holding one: with writers
+// queued on the keys' locks (what Wipe does), comparing copies of one key,
+// and two keys both ways round, finishes instead of deadlocking.
+func TestEvidenceKeyEqualConcurrentWipe(t *testing.T) {
+	k, other := seqKey(t), seqKey(t)
+	copyOfK := *k
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	for _, s := range []*keyState{k.s, other.s} {
+		writers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.mu.Lock() // what Wipe does, without wiping
+				s.mu.Unlock()
+			}
+		})
+	}
+	var comparers sync.WaitGroup
+	deadline := time.Now().Add(time.Second)
+	for _, cmp := range []func() bool{
+		func() bool { return k.Equal(&copyOfK) },
+		func() bool { return k.Equal(other) },
+		func() bool { return other.Equal(k) },
+	} {
+		comparers.Go(func() {
+			for time.Now().Before(deadline) {
+				if !cmp() {
+					t.Error("equal keys compare unequal")
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { comparers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Equal deadlocked against a writer queued on a key's lock")
+	}
+	close(stop)
+	writers.Wait()
+	k.Wipe()
+	if k.Equal(&copyOfK) || copyOfK.Equal(k) || k.Equal(other) || other.Equal(k) {
+		t.Error("a wiped key equals something")
+	}
+	if !other.Equal(seqKey(t)) {
+		t.Error("a live key does not equal its bytes")
 	}
 }
 
