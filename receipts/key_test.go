@@ -396,6 +396,76 @@ func TestLoadOrCreateEvidenceKeyRefusals(t *testing.T) {
 	}
 }
 
+// A key file of another user is refused, even 0600 and even when the
+// caller is root: its owner could read it or have chosen it.
+func TestLoadOrCreateEvidenceKeyOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another uid")
+	}
+	const nobody = 65534
+	path := filepath.Join(t.TempDir(), "evidence.key")
+	if err := os.WriteFile(path, bytes.Repeat([]byte{1}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateEvidenceKey(path); err != nil {
+		t.Fatalf("own key refused: %v", err)
+	}
+	if err := os.Chown(path, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	k, err := LoadOrCreateEvidenceKey(path)
+	if !errors.Is(err, ErrKeyFile) || k != nil {
+		t.Fatalf("key owned by uid %d: key %v, err %v; want ErrKeyFile", nobody, k, err)
+	}
+	if strings.Contains(err.Error(), "\x01") {
+		t.Errorf("error quotes the key: %q", err)
+	}
+}
+
+// openKeyFile checks what it opened and never blocks: a FIFO (what a racer
+// could swap in after the Lstat) is refused at once rather than waited on
+// for a writer, and a symbolic link is not followed.
+func TestOpenKeyFileRefusesWithoutBlocking(t *testing.T) {
+	root := t.TempDir()
+	good := filepath.Join(root, "good")
+	if err := os.WriteFile(good, bytes.Repeat([]byte{1}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(root, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]string{"fifo": fifo, "symlink": link, "directory": root} {
+		t.Run(name, func(t *testing.T) {
+			errc := make(chan error, 1)
+			go func() {
+				f, _, err := openKeyFile(p)
+				if f != nil {
+					f.Close()
+				}
+				errc <- err
+			}()
+			select {
+			case err := <-errc:
+				if !errors.Is(err, ErrKeyFile) {
+					t.Errorf("openKeyFile: %v, want ErrKeyFile", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("openKeyFile blocked")
+			}
+		})
+	}
+	f, fi, err := openKeyFile(good)
+	if err != nil || fi.Size() != 32 {
+		t.Fatalf("good key: %v", err)
+	}
+	f.Close()
+}
+
 func TestLoadOrCreateEvidenceKeyRaceGoroutines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "k", "evidence.key")
 	const n = 16
