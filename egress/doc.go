@@ -63,7 +63,10 @@
 // # Journal
 //
 // The journal is a JSON-lines file, one [Entry] per line, created 0600 in a
-// 0700 directory. A worked example, one seal, one admission and one refusal:
+// 0700 directory. Each line is appended by one write under an exclusive
+// flock(2); a write or fsync that fails (disk full, RLIMIT_FSIZE) is
+// truncated away, and an entry after a line torn by a crash starts on a new
+// line. A worked example, one seal, one admission and one refusal:
 //
 //	{"event_id":"evt:q7…","time":"2026-01-02T10:00:00Z","kind":"seal","command":"seal","seal":"evt:q7…","digest":"sha256:5f…"}
 //	{"event_id":"evt:3m…","time":"2026-01-02T10:00:01Z","kind":"admit","command":"admit","seal":"evt:q7…","digest":"sha256:5f…","use":1}

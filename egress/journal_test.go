@@ -105,6 +105,36 @@ func TestJournalConcurrentAppends(t *testing.T) {
 	}
 }
 
+// A journal that ends in a torn line (a crash mid-write) gets its next entry
+// on a line of its own: the fragment stays as it is, and no whole entry is
+// glued onto it.
+func TestJournalAppendAfterTornLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	torn := `{"event_id":"evt:1","kind":"se`
+	if err := os.WriteFile(path, []byte(torn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := egress.Entry{EventID: "evt:2", Time: t0, Kind: "refusal", Command: "admit", Reason: "body"}
+	if err := egress.OpenJournal(path).Append(e); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fragment, rest, ok := strings.Cut(string(data), "\n")
+	if !ok || fragment != torn {
+		t.Fatalf("torn line not kept on its own line: %q", data)
+	}
+	rewritten := filepath.Join(t.TempDir(), "rest.jsonl")
+	if err := os.WriteFile(rewritten, []byte(rest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]egress.Entry{e}, readJournal(t, rewritten)); diff != "" {
+		t.Errorf("entry after a torn line (-want +got):\n%s", diff)
+	}
+}
+
 func TestJournalNilRecordsNothing(t *testing.T) {
 	var j *egress.Journal
 	if err := j.Append(egress.Entry{EventID: "evt:1"}); err != nil {
@@ -134,6 +164,9 @@ func TestDefaultJournalPath(t *testing.T) {
 		{name: "explicit", env: map[string]string{"PRIVACYCUT_JOURNAL": "/j/x.jsonl", "XDG_STATE_HOME": "/s", "HOME": "/h"}, want: "/j/x.jsonl"},
 		{name: "xdg", env: map[string]string{"XDG_STATE_HOME": "/s", "HOME": "/h"}, want: "/s/privacycut/journal.jsonl"},
 		{name: "home", env: map[string]string{"HOME": "/h"}, want: "/h/.local/state/privacycut/journal.jsonl"},
+		{name: "relative xdg ignored", env: map[string]string{"XDG_STATE_HOME": "s", "HOME": "/h"}, want: "/h/.local/state/privacycut/journal.jsonl"},
+		{name: "dot xdg ignored", env: map[string]string{"XDG_STATE_HOME": "./s", "HOME": "/h"}, want: "/h/.local/state/privacycut/journal.jsonl"},
+		{name: "relative xdg without home", env: map[string]string{"XDG_STATE_HOME": "s"}, wantErr: true},
 		{name: "nothing", env: map[string]string{}, wantErr: true},
 	}
 	for _, tt := range tests {

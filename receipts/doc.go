@@ -107,7 +107,9 @@
 //     verb, slog and encoding method prints a redaction or fails; Reveal is
 //     the only accessor; Wipe zeroes it.
 //   - A key file is never read if it is not a regular file of exactly 32
-//     bytes with no group or other permission, and never exists half-written.
+//     bytes with no group or other permission, owned by the effective user
+//     (on Unix), and never exists half-written. Opening it follows no
+//     symbolic link and never blocks, and the opened file is checked again.
 //
 // Not guaranteed:
 //
@@ -122,7 +124,7 @@
 //   - The evidence key is not memory-locked, and hash states returned by
 //     NewHMAC hold key-derived state that Wipe does not reach.
 //   - LoadOrCreateEvidenceKey checks the key file, not the directories above
-//     it, and does not check the file's owner.
+//     it.
 //
 // The caller's duties: read every JSON input through Unmarshal or Parse,
 // never encoding/json; digest with DigestCanonical or HMACCanonical rather

@@ -140,14 +140,27 @@ func (k EvidenceKey) Reveal(fn func([]byte) error) error {
 
 // Equal reports in constant time whether k and o hold the same key. A wiped
 // key equals nothing.
+//
+// Equal holds at most one read lock at a time: a read lock taken while
+// holding another would deadlock against a Wipe queued in between (the
+// same lock twice for copies of one key; the two locks in opposite orders
+// for k.Equal(o) and o.Equal(k)). So copies of one key are equal while it is
+// live, and otherwise k's bytes are copied out under k's lock into a local
+// array, compared under o's, and cleared.
 func (k EvidenceKey) Equal(o *EvidenceKey) bool {
-	if o == nil {
+	if o == nil || k.s == nil || o.s == nil {
+		return false
+	}
+	if k.s == o.s {
+		return k.use(func([]byte) {})
+	}
+	var a [EvidenceKeySize]byte
+	defer clear(a[:])
+	if !k.use(func(key []byte) { copy(a[:], key) }) {
 		return false
 	}
 	eq := false
-	k.use(func(a []byte) {
-		o.use(func(b []byte) { eq = subtle.ConstantTimeCompare(a, b) == 1 })
-	})
+	o.use(func(b []byte) { eq = subtle.ConstantTimeCompare(a[:], b) == 1 })
 	return eq
 }
 
@@ -212,7 +225,10 @@ func DefaultEvidenceKeyPath() (string, error) {
 //
 // An existing file is refused (an error wrapping ErrKeyFile) unless it is a
 // regular file (not a symbolic link), its mode grants no permission to group
-// or other, and it holds exactly 32 bytes.
+// or other, it is owned by the effective user (on Unix), and it holds exactly
+// 32 bytes. It is opened without following a symbolic link and without
+// blocking (a FIFO swapped in after the check cannot hang the process), and
+// what was opened is checked again.
 //
 // A missing file is created with 32 bytes from crypto/rand: missing parent
 // directories are made with mode 0700 and synced into their parents; the key
@@ -245,6 +261,10 @@ func checkKeyInfo(path string, fi fs.FileInfo) error {
 		return refuseKeyFile(path, "not a regular file")
 	case fi.Mode().Perm()&0o077 != 0:
 		return refuseKeyFile(path, "mode grants group or other access")
+	case !ownedByEffectiveUser(fi):
+		// Another user (root included) could read or replace it: a key they
+		// chose would make every keyed digest guessable to them.
+		return refuseKeyFile(path, "not owned by the effective user")
 	case fi.Size() != EvidenceKeySize:
 		return refuseKeyFile(path, "size is not 32 bytes")
 	}
@@ -259,20 +279,13 @@ func loadKeyFile(path string) (*EvidenceKey, error) {
 	if err := checkKeyInfo(path, li); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	f, fi, err := openKeyFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if !os.SameFile(li, fi) {
 		return nil, refuseKeyFile(path, "file replaced while opening")
-	}
-	if err := checkKeyInfo(path, fi); err != nil {
-		return nil, err
 	}
 	var buf [EvidenceKeySize + 1]byte
 	defer clear(buf[:])
@@ -284,6 +297,29 @@ func loadKeyFile(path string) (*EvidenceKey, error) {
 		return nil, refuseKeyFile(path, "size is not 32 bytes")
 	}
 	return NewEvidenceKey(buf[:EvidenceKeySize])
+}
+
+// openKeyFile opens the key file at path for reading and checks what it
+// opened (checkKeyInfo on the open file). The open follows no symbolic link
+// in the last component and does not block: a FIFO or device swapped in
+// after the caller's Lstat is refused, never waited on.
+func openKeyFile(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|keyOpenFlags, 0)
+	if err != nil {
+		if isSymlinkOpenError(err) {
+			return nil, nil, refuseKeyFile(path, "not a regular file")
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkKeyInfo(path, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 func createKeyFile(path string) (*EvidenceKey, error) {

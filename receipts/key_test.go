@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func seqKey(t *testing.T) *EvidenceKey {
@@ -158,6 +159,61 @@ func checkNoLeak(t *testing.T, what, out string) {
 	t.Helper()
 	if f := findLeak(out); f != "" {
 		t.Errorf("%s leaks the key as %q: %s", what, f, out)
+	}
+}
+
+// Equal never waits for a read lock while holding one: with writers
+// queued on the keys' locks (what Wipe does), comparing copies of one key,
+// and two keys both ways round, finishes instead of deadlocking.
+func TestEvidenceKeyEqualConcurrentWipe(t *testing.T) {
+	k, other := seqKey(t), seqKey(t)
+	copyOfK := *k
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	for _, s := range []*keyState{k.s, other.s} {
+		writers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.mu.Lock() // what Wipe does, without wiping
+				s.mu.Unlock()
+			}
+		})
+	}
+	var comparers sync.WaitGroup
+	deadline := time.Now().Add(time.Second)
+	for _, cmp := range []func() bool{
+		func() bool { return k.Equal(&copyOfK) },
+		func() bool { return k.Equal(other) },
+		func() bool { return other.Equal(k) },
+	} {
+		comparers.Go(func() {
+			for time.Now().Before(deadline) {
+				if !cmp() {
+					t.Error("equal keys compare unequal")
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { comparers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Equal deadlocked against a writer queued on a key's lock")
+	}
+	close(stop)
+	writers.Wait()
+	k.Wipe()
+	if k.Equal(&copyOfK) || copyOfK.Equal(k) || k.Equal(other) || other.Equal(k) {
+		t.Error("a wiped key equals something")
+	}
+	if !other.Equal(seqKey(t)) {
+		t.Error("a live key does not equal its bytes")
 	}
 }
 
@@ -338,6 +394,76 @@ func TestLoadOrCreateEvidenceKeyRefusals(t *testing.T) {
 	if fi, _ := os.Stat(refused["group read"]); fi.Mode().Perm() != 0o640 {
 		t.Error("refused key file was modified")
 	}
+}
+
+// A key file of another user is refused, even 0600 and even when the
+// caller is root: its owner could read it or have chosen it.
+func TestLoadOrCreateEvidenceKeyOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another uid")
+	}
+	const nobody = 65534
+	path := filepath.Join(t.TempDir(), "evidence.key")
+	if err := os.WriteFile(path, bytes.Repeat([]byte{1}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateEvidenceKey(path); err != nil {
+		t.Fatalf("own key refused: %v", err)
+	}
+	if err := os.Chown(path, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	k, err := LoadOrCreateEvidenceKey(path)
+	if !errors.Is(err, ErrKeyFile) || k != nil {
+		t.Fatalf("key owned by uid %d: key %v, err %v; want ErrKeyFile", nobody, k, err)
+	}
+	if strings.Contains(err.Error(), "\x01") {
+		t.Errorf("error quotes the key: %q", err)
+	}
+}
+
+// openKeyFile checks what it opened and never blocks: a FIFO (what a racer
+// could swap in after the Lstat) is refused at once rather than waited on
+// for a writer, and a symbolic link is not followed.
+func TestOpenKeyFileRefusesWithoutBlocking(t *testing.T) {
+	root := t.TempDir()
+	good := filepath.Join(root, "good")
+	if err := os.WriteFile(good, bytes.Repeat([]byte{1}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(root, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]string{"fifo": fifo, "symlink": link, "directory": root} {
+		t.Run(name, func(t *testing.T) {
+			errc := make(chan error, 1)
+			go func() {
+				f, _, err := openKeyFile(p)
+				if f != nil {
+					f.Close()
+				}
+				errc <- err
+			}()
+			select {
+			case err := <-errc:
+				if !errors.Is(err, ErrKeyFile) {
+					t.Errorf("openKeyFile: %v, want ErrKeyFile", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("openKeyFile blocked")
+			}
+		})
+	}
+	f, fi, err := openKeyFile(good)
+	if err != nil || fi.Size() != 32 {
+		t.Fatalf("good key: %v", err)
+	}
+	f.Close()
 }
 
 func TestLoadOrCreateEvidenceKeyRaceGoroutines(t *testing.T) {

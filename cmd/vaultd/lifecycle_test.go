@@ -130,6 +130,24 @@ func checkJSONLog(t *testing.T, logs []byte) {
 	}
 }
 
+// TestSIGQUITStopsWithoutDump: SIGQUIT, which any process of vaultd's uid
+// can send, stops vaultd like SIGTERM (exit 0, arena wiped, "stopped"
+// logged) instead of the runtime's default: a dump of every goroutine's
+// stack and arguments, the "all" traceback the profile refuses.
+func TestSIGQUITStopsWithoutDump(t *testing.T) {
+	d := newDaemon(t, false)
+	d.Start()
+	d.status() // serving
+	wantExit0(t, d.Stop(syscall.SIGQUIT))
+	logs := d.AllLogs()
+	if bytes.Contains(logs, []byte("goroutine ")) || bytes.Contains(logs, []byte("SIGQUIT")) {
+		t.Errorf("vaultd dumped its goroutines on SIGQUIT:\n%s", logs)
+	}
+	if !bytes.Contains(logs, []byte(`"msg":"vaultd: stopped"`)) {
+		t.Errorf("vaultd did not stop cleanly on SIGQUIT:\n%s", logs)
+	}
+}
+
 // TestAllowListDaemon: a uid not on vaultd's allow-list is refused in the
 // transport handshake (the socket is opened to it for the test, so that
 // only SO_PEERCRED can refuse it); the refusal is logged as JSON; the same

@@ -7,9 +7,10 @@
 //
 // Start-up order: create the arena, open the store and the key directory,
 // run boot recovery, harden the process (RLIMIT_CORE 0, PR_SET_DUMPABLE 0)
-// last, prove the profile from kernel state, then serve. SIGTERM and
-// SIGINT stop it gracefully and wipe the arena. Logs are JSON lines on
-// stderr and never carry values.
+// last, prove the profile from kernel state, then serve. SIGTERM, SIGINT
+// and SIGQUIT stop it gracefully and wipe the arena; SIGQUIT never makes
+// the runtime dump every goroutine's stack. Logs are JSON lines on stderr
+// and never carry values.
 package main
 
 import (
@@ -87,6 +88,13 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vaultd: --arena-size must be positive")
 		return 2
 	}
+	// SIGQUIT is caught before the vault opens: the runtime's default
+	// action prints every goroutine's stack and arguments (the "all"
+	// traceback the profile refuses as a GOTRACEBACK), and any process of
+	// vaultd's uid may send it. It stops vaultd like SIGTERM; one received
+	// during start-up stops it as soon as it serves.
+	quit, stopQuit := signal.NotifyContext(context.Background(), syscall.SIGQUIT)
+	defer stopQuit()
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("pid", os.Getpid())
 	grpclog.SetLoggerV2(grpcLogger{log})
 
@@ -118,7 +126,7 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	srv := api.NewServer(v, api.ServerOptions{AllowUIDs: allow, Logger: log})
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(quit, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()

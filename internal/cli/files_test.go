@@ -163,3 +163,34 @@ func TestRehydrateOutputCheckedFirst(t *testing.T) {
 		t.Fatalf("rehydrated answer %s", ans)
 	}
 }
+
+// TestQuarantinePath: an answer is quarantined under an absolute
+// XDG_STATE_HOME, else under ~/.local/state; a relative XDG_STATE_HOME is
+// ignored (XDG base directories), so the answer never lands under the
+// directory the command runs in.
+func TestQuarantinePath(t *testing.T) {
+	const event = "evt:abc"
+	tests := []struct {
+		name, flag string
+		env        map[string]string
+		want       string
+		wantErr    bool
+	}{
+		{name: "flag", flag: "/q/a.json", env: map[string]string{"XDG_STATE_HOME": "/s", "HOME": "/h"}, want: "/q/a.json"},
+		{name: "xdg", env: map[string]string{"XDG_STATE_HOME": "/s", "HOME": "/h"}, want: "/s/privacycut/quarantine/evt-abc.json"},
+		{name: "home", env: map[string]string{"HOME": "/h"}, want: "/h/.local/state/privacycut/quarantine/evt-abc.json"},
+		{name: "relative xdg ignored", env: map[string]string{"XDG_STATE_HOME": "s", "HOME": "/h"}, want: "/h/.local/state/privacycut/quarantine/evt-abc.json"},
+		{name: "dot xdg ignored", env: map[string]string{"XDG_STATE_HOME": "./s", "HOME": "/h"}, want: "/h/.local/state/privacycut/quarantine/evt-abc.json"},
+		{name: "relative xdg without home", env: map[string]string{"XDG_STATE_HOME": "s"}, wantErr: true},
+		{name: "nothing", env: map[string]string{}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Cmd{Env: Env{Getenv: func(k string) string { return tt.env[k] }}}
+			got, err := c.quarantinePath(tt.flag, event)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("quarantinePath = %q, %v; want %q, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

@@ -23,11 +23,12 @@ import (
 	"github.com/privacycut/privacycut/lease"
 )
 
-// TestInterrupt: `cut prepare` stopped by SIGINT or SIGTERM while it works
-// exits ExitError saying it was interrupted, prints no bundle, and has
-// stopped its verifier plugin and removed the plugin's socket directory
+// TestInterrupt: `cut prepare` stopped by SIGINT, SIGTERM or SIGQUIT while
+// it works exits ExitError saying it was interrupted, prints no bundle, and
+// has stopped its verifier plugin and removed the plugin's socket directory
 // before it exits: nothing is left in its TMPDIR. Nothing of the input is
-// printed.
+// printed, and no SIGQUIT, not even a second one, makes the runtime dump
+// the goroutines' stacks.
 func TestInterrupt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs cut on a 16 MiB projection")
@@ -52,7 +53,7 @@ func TestInterrupt(t *testing.T) {
 		"--purpose", "p", "--target", "https://m.example/", "-o", plan, proj}, env); code != ExitOK {
 		t.Fatalf("plan init: exit %d: %s", code, errb.Bytes())
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			tmp := t.TempDir()
 			cmd := exec.Command(exe, "prepare", "--vocab", vocab, "--plan", plan, "--json", proj)
@@ -78,6 +79,9 @@ func TestInterrupt(t *testing.T) {
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
+			if sig == syscall.SIGQUIT {
+				cmd.Process.Signal(sig) // a second one is ignored, not the runtime's dump
+			}
 			cmd.Wait()
 			if code := cmd.ProcessState.ExitCode(); code != ExitError {
 				t.Fatalf("exit %d (%v), want %d\n%s", code, cmd.ProcessState, ExitError, errb.Bytes())
@@ -93,6 +97,9 @@ func TestInterrupt(t *testing.T) {
 			}
 			if strings.Contains(errb.String(), "corp.example") {
 				t.Errorf("stderr holds input:\n%s", errb.Bytes())
+			}
+			if strings.Contains(errb.String(), "goroutine ") {
+				t.Errorf("stderr holds a goroutine dump:\n%s", errb.Bytes())
 			}
 		})
 	}

@@ -25,15 +25,20 @@ func Main(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "cut: error: %v\n", err)
 		return ExitError
 	}
-	// An interrupt or a termination cancels the command, which then stops
-	// its verifier plugin, revokes a vault lease it was granted for a cut
-	// that did not complete, and unmaps its buffers before it exits
+	// An interrupt, a termination or a quit cancels the command, which then
+	// stops its verifier plugin, revokes a vault lease it was granted for a
+	// cut that did not complete, and unmaps its buffers before it exits
 	// (ExitError, "interrupted").
-	// A second signal ends the process at once.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// A second SIGINT or SIGTERM ends the process at once. SIGQUIT never
+	// gets the runtime's default action, a dump of every goroutine's stack
+	// and arguments (owner values, an embedded vault's keys): after the
+	// first signal it is ignored, before the others are given back their
+	// default action.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT)
 	defer stop()
 	go func() {
 		<-ctx.Done()
+		signal.Ignore(syscall.SIGQUIT)
 		stop()
 	}()
 	env := OSEnv()

@@ -156,19 +156,19 @@ func post(ctx context.Context, target string, body []byte, timeout time.Duration
 	return resp.StatusCode, answer, nil
 }
 
+// quarantinePath is --quarantine, else a file named after the event id in
+// the quarantine directory of cut's local state (stateDir: a relative
+// XDG_STATE_HOME is ignored, so an answer is never quarantined under the
+// directory the command happens to run in).
 func (c *Cmd) quarantinePath(flagValue, eventID string) (string, error) {
 	if flagValue != "" {
 		return flagValue, nil
 	}
-	dir := c.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		h := c.Getenv("HOME")
-		if h == "" {
-			return "", errors.New("no --quarantine, XDG_STATE_HOME or HOME")
-		}
-		dir = filepath.Join(h, ".local", "state")
+	dir, err := c.stateDir()
+	if err != nil {
+		return "", errors.New("no --quarantine, absolute XDG_STATE_HOME or HOME")
 	}
-	return filepath.Join(dir, "privacycut", "quarantine", strings.ReplaceAll(eventID, ":", "-")+".json"), nil
+	return filepath.Join(dir, "quarantine", strings.ReplaceAll(eventID, ":", "-")+".json"), nil
 }
 
 // openQuarantine creates the file (0600, in a 0700 directory) that the

@@ -118,6 +118,33 @@ func TestNewKinds(t *testing.T) {
 	}
 }
 
+// TestSecretmemUnavailable: memfd_secret refused by the kernel (ENOSYS), by
+// a container's seccomp filter (EPERM) or because secretmem is disabled
+// (EINVAL) means the locked anonymous arena; any other error fails New
+// rather than quietly dropping to the weaker arena.
+func TestSecretmemUnavailable(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{unix.ENOSYS, true},
+		{unix.EPERM, true},
+		{unix.EINVAL, true},
+		{fmt.Errorf("memfd_secret: %w", unix.EPERM), true},
+		{unix.EMFILE, false},
+		{unix.ENFILE, false},
+		{unix.ENOMEM, false},
+		{unix.EAGAIN, false},
+		{unix.EACCES, false},
+		{nil, false},
+	}
+	for _, tt := range tests {
+		if got := secretmemUnavailable(tt.err); got != tt.want {
+			t.Errorf("secretmemUnavailable(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
 func TestNewInvalid(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -10,9 +10,11 @@
 //     undumpable (VmFlags lo, dd), removes them from its direct map, zeroes
 //     them on free, and refuses them to process_vm_readv, /proc/pid/mem and
 //     ptrace, even for root. mlock is never called on them: it fails by design.
-//   - Otherwise (ENOSYS, or Options.ForceFallback) the middle of the
-//     reservation becomes anonymous private memory with MADV_DONTDUMP,
-//     MADV_WIPEONFORK and mlock.
+//   - Otherwise (memfd_secret fails with ENOSYS, with EPERM as under a
+//     container's seccomp filter, or with EINVAL; or Options.ForceFallback)
+//     the middle of the reservation becomes anonymous private memory with
+//     MADV_DONTDUMP, MADV_WIPEONFORK and mlock, and the arena's Kind says
+//     so. Any other error of memfd_secret fails New.
 //
 // If the pages cannot be locked (RLIMIT_MEMLOCK without CAP_IPC_LOCK), New
 // returns an *Error with code LIMIT_EXCEEDED and unmaps everything. mlockall

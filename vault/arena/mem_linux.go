@@ -13,8 +13,8 @@ import (
 // mapRegion obtains size bytes (rounded up to whole pages) of protected memory
 // between two PROT_NONE guard pages. It tries memfd_secret first unless
 // forceFallback is set, and falls back to an anonymous locked mapping only when
-// the kernel does not have memfd_secret (ENOSYS). Every failure releases
-// everything obtained so far.
+// memfd_secret is not available here (secretmemUnavailable). Every failure
+// releases everything obtained so far.
 func mapRegion(size int, forceFallback bool) (*region, error) {
 	pg := os.Getpagesize()
 	dataLen := (size + pg - 1) / pg * pg
@@ -42,9 +42,9 @@ func mapRegion(size int, forceFallback bool) (*region, error) {
 			}
 			r.kind = KindMemfdSecret
 			return r, nil
-		case errors.Is(err, unix.ENOSYS):
-			// The kernel has no memfd_secret (or cannot remove pages from
-			// the direct map): use the locked anonymous arena.
+		case secretmemUnavailable(err):
+			// Use the locked anonymous arena. The region's kind says
+			// so, and the profile proves the arena it actually got.
 		default:
 			return fail(ErrUnavailable, err)
 		}
@@ -72,6 +72,16 @@ func mapRegion(size int, forceFallback bool) (*region, error) {
 	}
 	r.kind = KindMlock
 	return r, nil
+}
+
+// secretmemUnavailable reports whether memfd_secret's error means that the
+// facility is not available to this process, so that the locked anonymous
+// arena is the one to use: ENOSYS (a kernel without it, or one that cannot
+// remove pages from the direct map), EPERM (a seccomp filter, as container
+// runtimes install, refusing the call) and EINVAL (secretmem disabled).
+// Any other error, such as EMFILE or ENOMEM, fails the arena.
+func secretmemUnavailable(err error) bool {
+	return errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL)
 }
 
 // mapSecretmem sizes the secretmem file once, maps it shared over the middle
