@@ -74,12 +74,43 @@ func TestPluginHoldsNothingReopenable(t *testing.T) {
 	} else if !errors.Is(err, syscall.ENXIO) && !errors.Is(err, syscall.EACCES) {
 		t.Errorf("opening the plugin's descriptor 3: %v, want ENXIO", err)
 	}
+	// Once its main runs, the plugin ignores SIGQUIT (before, it dumped
+	// every goroutine into the host's log, and died): one sent then changes
+	// nothing. (Before main, the runtime's start holds no input.)
+	for deadline := time.Now().Add(10 * time.Second); !ignoresSIGQUIT(t, plugin); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin does not ignore SIGQUIT")
+		}
+	}
+	if err := syscall.Kill(plugin, syscall.SIGQUIT); err != nil {
+		t.Fatal(err)
+	}
 	stdin.Write(data)
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("prepare from stdin: %v\n%s\n%s", err, out.Bytes(), errb.Bytes())
 	}
+	if bytes.Contains(errb.Bytes(), []byte("goroutine ")) {
+		t.Fatalf("a goroutine dump:\n%s", errb.Bytes())
+	}
 	if !bytes.Contains(out.Bytes(), []byte(`"verdict":"pass"`)) {
 		t.Fatalf("prepare from stdin:\n%s", out.Bytes())
 	}
+}
+
+// ignoresSIGQUIT reports whether process pid ignores SIGQUIT (its SigIgn
+// mask in /proc/<pid>/status).
+func ignoresSIGQUIT(t *testing.T, pid int) bool {
+	t.Helper()
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if mask, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+			return err == nil && m&(1<<(syscall.SIGQUIT-1)) != 0
+		}
+	}
+	return false
 }
