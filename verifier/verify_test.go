@@ -383,3 +383,22 @@ func TestVerifyRefusesWhatCensorRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyPlanNotItsFields: a plan document with a member its fields leave
+// out ("station":"", "max_parents" written twice is refused by the decoder)
+// names that, not only the receipts' plan digest it no longer matches.
+func TestVerifyPlanNotItsFields(t *testing.T) {
+	req := makeCut(t, sampleParts, cutOptions{})
+	for _, member := range []string{`"station":""`, `"remote_deadline_s":0`, `"lease":null`} {
+		r := req
+		r.Plan = bytes.Replace(req.Plan, []byte(`{`), []byte(`{`+member+`,`), 1)
+		v := Verify(r)
+		ok := false
+		for _, c := range v.Claims {
+			ok = ok || c.Name == ClaimPlanMatch && !c.OK && strings.Contains(c.Detail, "its fields leave out")
+		}
+		if !ok && member != `"lease":null` {
+			t.Errorf("%s: plan-match %v", member, v.Claims)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,7 +59,30 @@ func loadPlan(path string) (*receipts.Plan, []byte, error) {
 	if err := receipts.Unmarshal(data, &p, receipts.Options{MaxBytes: 1 << 20}); err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
+	if err := planCanonical(data, &p); err != nil {
+		return nil, nil, err
+	}
 	return &p, data, nil
+}
+
+// planCanonical checks that a plan document is its fields' canonical form,
+// up to white space and member order: the censor and the seal digest the
+// plan's fields, the verifier the document, and the two must be one digest.
+// An explicit empty or null member ("station":"", "remote_deadline_s":0)
+// decodes to the same fields but is another document.
+func planCanonical(data []byte, p *receipts.Plan) error {
+	doc, err := receipts.Canonicalize(data)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	fields, err := receipts.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(doc, fields) {
+		return errors.New("plan: holds a member its fields leave out (an explicit empty, zero or null value); remove it")
+	}
+	return nil
 }
 
 func readFileCapped(path string, max int64) ([]byte, error) {

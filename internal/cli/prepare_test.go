@@ -174,6 +174,25 @@ func TestPrepareRefusals(t *testing.T) {
 	if code != ExitRefused || !bytes.Contains(out, []byte(`"code":"PLAN_MISMATCH"`)) {
 		t.Fatalf("expired plan: exit %d\n%s", code, out)
 	}
+	// A plan document with a member its fields leave out: the censor and
+	// the verifier would digest it differently, so it is refused as it is
+	// read (before: exit 4, "plan_digest does not match the plan").
+	pb, _ = os.ReadFile(plan)
+	for _, member := range []string{`"station":""`, `"remote_deadline_s":0`} {
+		e.write(t, "plan.json", strings.Replace(string(pb), `{`, `{`+member+`,`, 1))
+		code, out, errb = e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
+		if code != ExitError || !bytes.Contains(errb, []byte("a member its fields leave out")) {
+			t.Fatalf("plan with %s: exit %d\n%s\n%s", member, code, out, errb)
+		}
+	}
+	// Formatting and member order are not members.
+	var indented bytes.Buffer
+	json.Indent(&indented, pb, "", "  ")
+	e.write(t, "plan.json", indented.String())
+	e.write(t, "p.json", projection(okRecord, "ask triage.rank-by-severity owner.team=\""+canary+"-team\"\n"))
+	if code, _, errb = e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj); code != ExitOK {
+		t.Fatalf("indented plan: exit %d\n%s", code, errb)
+	}
 }
 
 // TestPrepareRunAttempt: the run and attempt bound into a lease are checked
