@@ -43,6 +43,10 @@ type cutOptions struct {
 	// plan, when set, changes the plan before it is digested into the
 	// receipts: a cut made under that plan.
 	plan func(*receipts.Plan)
+	// token, when set, gives the token written at the occ-th owner slot of
+	// the cut (counting from 0) in place of tok, the honest one: a cut whose
+	// digests and receipts are all bound to those tokens.
+	token func(occ int, tok string) string
 }
 
 // makeCut builds an honest irreversible (or reversible, with fixed tokens)
@@ -86,6 +90,7 @@ func makeCut(t testing.TB, parts []testPart, opt cutOptions) Request {
 
 	// Censor by scanning for ` owner.<cat>="…"`.
 	seen := map[string]map[string]string{}
+	occ := 0
 	counts := map[string]int{}
 	texts := make([]string, len(parts))
 	for i, p := range parts {
@@ -120,6 +125,10 @@ func makeCut(t testing.TB, parts []testPart, opt cutOptions) Request {
 				}
 				seen[cat][text[s:e]] = tok
 			}
+			if opt.token != nil {
+				tok = opt.token(occ, tok)
+			}
+			occ++
 			counts[cat]++
 			b.WriteString(text[:s])
 			b.WriteString(tok)

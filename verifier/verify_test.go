@@ -402,3 +402,57 @@ func TestVerifyPlanNotItsFields(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyReversibleTokens: in a reversible cut made consistently around
+// its tokens (every digest and receipt bound to them), each inconsistency
+// of the tokens themselves fails token-consistency.
+func TestVerifyReversibleTokens(t *testing.T) {
+	parts := []testPart{{"block", "k", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417" +
+		" owner.team=\"a\" owner.team=\"b\" owner.team=\"a\"\n"}}
+	const other = "pcv:abcdefghij:team:zzzzzzzzzzzzzzzzzzzz"
+	for _, tc := range []struct {
+		name   string
+		token  func(occ int, tok string) string
+		detail string
+		want   []string
+	}{
+		{"one value, two tokens", func(occ int, tok string) string {
+			if occ == 2 {
+				return other
+			}
+			return tok
+		}, "equal team values have different tokens", []string{ClaimTokenConsistent}},
+		{"two values, one token", func(occ int, tok string) string {
+			if occ == 1 {
+				return strings.Replace(tok, "qqqqqqqqqqqqqqqqqqqc", "qqqqqqqqqqqqqqqqqqqb", 1)
+			}
+			return tok
+		}, "one team token stands for different values", []string{ClaimTokenConsistent}},
+		{"another namespace", func(occ int, tok string) string {
+			if occ == 1 {
+				return strings.Replace(tok, "abcdefghij", "zzzzzzzzzz", 1)
+			}
+			return tok
+		}, "namespace differs", []string{ClaimTokenConsistent}},
+		{"another category", func(occ int, tok string) string {
+			if occ == 1 {
+				return strings.Replace(tok, ":team:", ":host:", 1)
+			}
+			return tok
+		}, "category differs from its slot", []string{ClaimNoResidual, ClaimOwnersReplaced, ClaimTokenConsistent}}, // "a" inside a host token
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Verify(makeCut(t, parts, cutOptions{mode: receipts.ModeReversible, token: tc.token}))
+			got := failedClaims(v)
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("failed claims (-want +got):\n%s\n%+v", diff, v.Claims)
+			}
+			for _, c := range v.Claims {
+				if c.Name == ClaimTokenConsistent && !strings.Contains(c.Detail, tc.detail) {
+					t.Fatalf("token-consistency: %q, want %q", c.Detail, tc.detail)
+				}
+			}
+		})
+	}
+}
