@@ -57,8 +57,11 @@ func (s *handler) Rehydrate(ss grpc.BidiStreamingServer[vaultpb.RehydrateChunk, 
 	}
 	sealer, err := seal.NewOutputSealer([seal.KeySize]byte(h.OutputKey),
 		seal.OutputBinding{Lease: h.LeaseId, ReturnDigest: h.ReturnDigest})
-	if err != nil {
+	if errors.Is(err, seal.ErrKey) {
 		return bad("output_key")
+	}
+	if err != nil { // a lease id or digest far over any valid one
+		return bad("header")
 	}
 	ret := make([]byte, 0, h.ReturnSize)
 	for m := first; ; {
