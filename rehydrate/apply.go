@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"runtime"
 	"slices"
 	"unicode/utf8"
 
@@ -129,6 +130,12 @@ const hashStep = 256 << 10
 // on written is a prefix of out that emit will not touch again (it only
 // appends, within out's capacity). It sends the digests of the last prefix
 // received once written is closed.
+//
+// SHA-256 keeps the last partial block of what it hashed — up to 63 bytes
+// of the output's tail, often the end of a restored value — in its state,
+// and its Sum copies that state into a local. Both hashes' states and the
+// stack below this frame are overwritten before the goroutine ends (best
+// effort: see scrubStack).
 func hashBehind(out []byte, written <-chan int, keyed hash.Hash, digests chan<- [2]string) {
 	h := receipts.NewSHA256()
 	done := 0
@@ -141,11 +148,41 @@ func hashBehind(out []byte, written <-chan int, keyed hash.Hash, digests chan<- 
 	}
 	var d [2]string
 	d[0] = receipts.FormatSHA256(h.Sum(nil))
+	scrubHash(h)
 	if keyed != nil {
 		d[1] = receipts.FormatHMAC(keyed.Sum(nil))
-		keyed.Reset()
+		scrubHash(keyed)
 	}
+	scrubStack()
 	digests <- d
+}
+
+// scrubHash overwrites the block buffer a hash keeps between writes: after
+// a Reset the buffer is empty, and 63 zero bytes (less than a block) are
+// copied into it over whatever tail it held. For an HMAC this is its inner
+// hash; the outer one only ever holds the inner digest.
+func scrubHash(h hash.Hash) {
+	var zero [63]byte
+	h.Reset()
+	h.Write(zero[:])
+	h.Reset()
+}
+
+// scrubStack overwrites 4 KiB of stack below the caller's frame, where
+// Sum's copy of a hash state just was. Best effort: had the goroutine's
+// stack grown in between, its old copy was freed unwiped; 4 KiB stays
+// within a new goroutine's first stack.
+//
+//go:noinline
+func scrubStack() {
+	var buf [4 << 10]byte
+	clearBytes(buf[:])
+}
+
+//go:noinline
+func clearBytes(b []byte) {
+	clear(b)
+	runtime.KeepAlive(b)
 }
 
 type writer struct {

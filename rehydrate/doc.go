@@ -152,8 +152,12 @@
 //
 //   - Output holds restored values in ordinary Go memory, and so do the
 //     value slices while Apply copies them (each is cleared after use, and
-//     the output is sized once so that no grown-out copy remains). Memory
-//     locking is the vault's business.
+//     the output is sized once so that no grown-out copy remains). The
+//     hashes of the output keep its last partial block (up to 63 bytes);
+//     Apply overwrites their state and 4 KiB of the hashing goroutine's
+//     stack after the sums, best effort (a stack that grew meanwhile was
+//     copied and its old copy freed unwiped). Memory locking is the
+//     vault's business.
 //   - Result.FinalDigest is a plain SHA-256 of the output, as the contract
 //     defines it. Anyone holding the return and a receipt with that digest
 //     can confirm a guess of the restored values; set

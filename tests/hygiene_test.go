@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,8 +14,11 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/internal/standin"
+	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
 )
 
@@ -53,6 +57,75 @@ func loadCanaries(t testing.TB, c *api.Client, tag string) (string, service.Clai
 		}
 	}
 	return first, claim, vals, []byte(marker)
+}
+
+// rehydrateCanaries grants a lease over vals (the categories pairsFor
+// gives them), binds it and rehydrates through c a return that names every
+// token at a path the schema marks, as cut does: the output comes back
+// from vaultd holding every value. It checks that the output holds them
+// (the values really went through vaultd's output path), clears it, and
+// returns the output's size.
+func rehydrateCanaries(t testing.TB, c *api.Client, tag string, vals [][]byte) int {
+	t.Helper()
+	ps := make([]seal.Pair, len(vals))
+	props := make([]string, len(vals))
+	for i, v := range vals {
+		cat := service.Categories[i%len(service.Categories)]
+		ps[i] = seal.Pair{Category: cat, Value: v}
+		props[i] = `"` + cat + `":{"type":"string","x-privacycut-rehydrate":{"category":"` + cat + `","purpose":"dependency-triage","max":1}}`
+	}
+	schema := []byte(`{"type":"object","additionalProperties":false,"properties":{` + strings.Join(props, ",") + `}}`)
+	sealed, err := c.Seal(bg, ps)
+	if err != nil {
+		t.Fatalf("seal: %v", err)
+	}
+	res, err := c.CreateLease(bg, service.CreateRequest{Run: "run-rh-" + tag, Attempt: 1, Target: "https://model.example/" + tag,
+		Purpose: "dependency-triage", SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: time.Hour, Values: sealed})
+	if err != nil {
+		t.Fatalf("grant: %v", err)
+	}
+	ex := []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(res.Tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+	if err := c.Bind(bg, res.Lease.ID, "evt:rh-"+tag, "hmac-sha256:"+randHex(32), receipts.SHA256(ex), ex); err != nil {
+		t.Fatalf("bind: %v", err)
+	}
+	doc := map[string]string{}
+	for i, tok := range res.Tokens {
+		doc[ps[i].Category] = tok
+	}
+	ret, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb := make([]byte, receipts.EvidenceKeySize)
+	rand.Read(kb)
+	ek, err := receipts.NewEvidenceKey(kb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ek.Wipe()
+	sek, err := c.SealEvidenceKey(bg, ek)
+	if err != nil {
+		t.Fatalf("seal the evidence key: %v", err)
+	}
+	out, err := c.Rehydrate(bg, service.RehydrateRequest{
+		Lease:  res.Lease.ID,
+		Claim:  service.ClaimRequest{Run: "run-rh-" + tag, Attempt: 1, Station: service.DefaultStation, ReturnDigest: receipts.SHA256(ret)},
+		Schema: schema, Return: ret, CutExpiry: time.Now().Add(time.Hour), Retention: rehydrate.RetentionSession,
+		PolicyRevision: "policy/1", VerifierRevision: "verifier/1", LabelDigest: "hmac-sha256:" + randHex(32), EvidenceKey: sek,
+	})
+	if err != nil {
+		t.Fatalf("rehydrate: %v", err)
+	}
+	defer clear(out.Output)
+	for i, v := range vals {
+		if !bytes.Contains(out.Output, v) {
+			t.Fatalf("the rehydrated output lacks value %d", i)
+		}
+	}
+	if out.Lease.State != lease.Consumed || !out.Lease.KeyDestroyed {
+		t.Fatalf("lease %v after the rehydration, key destroyed %v", out.Lease.State, out.Lease.KeyDestroyed)
+	}
+	return len(out.Output)
 }
 
 // coreScan is M1's procedure on a dumpable build: grant and use leases over
@@ -228,7 +301,9 @@ func limitLine(limits []byte, name string) string {
 
 // memScan is M2's procedure: a live read of every readable mapping of
 // vaultd through /proc/<pid>/mem while a lease is claimed and another is
-// active, and again after the claimed one is consumed.
+// active, and again after the claimed one is consumed and a third lease
+// over the same values has been rehydrated through the socket (CONSUMED,
+// its output returned to the client).
 type memScan struct {
 	arenaKind              string
 	arena                  []mapping // the arena's mappings (smaps)
@@ -238,6 +313,7 @@ type memScan struct {
 	afterHits              []hit
 	arenaUnreadable        bool
 	valuesCount, bytesSeen int64
+	rehydrated             int // bytes of rehydrated output
 }
 
 func runMemScan(t *testing.T, bin string, env []string) memScan {
@@ -283,6 +359,7 @@ func runMemScan(t *testing.T, bin string, env []string) memScan {
 	for _, m := range ms.during.unreadableMaps {
 		ms.arenaUnreadable = ms.arenaUnreadable || inArena(ms.arena, m)
 	}
+	ms.rehydrated = rehydrateCanaries(t, c, "m2", vals)
 	if _, err := c.Consume(bg, id, claim); err != nil {
 		t.Fatalf("consume: %v", err)
 	}
@@ -306,10 +383,13 @@ func inArena(arena []mapping, m mapping) bool {
 // TestM2LiveMemoryScan is M2: as root, every readable mapping of a running
 // vaultd is read through /proc/<pid>/mem while one lease over canary values
 // is claimed and another is active, and again after the claimed one is
-// consumed. With the memfd_secret arena the values are nowhere (the arena
-// itself refuses the read); with the mlock arena, readable by root, they
-// may only be inside it. After the terminal transition they are nowhere.
-// The heap marker is found each time (the scan can fail).
+// consumed and a third lease over the same values has been rehydrated
+// through the socket — the output holding every value went back to the
+// client, sealed to its ephemeral key. With the memfd_secret arena the
+// values are nowhere (the arena itself refuses the read); with the mlock
+// arena, readable by root, they may only be inside it. After the terminal
+// transitions, rehydration included, they are nowhere. The heap marker is
+// found each time (the scan can fail).
 func TestM2LiveMemoryScan(t *testing.T) {
 	requireFacility(t, facRoot)
 	t.Parallel()
@@ -344,10 +424,10 @@ func TestM2LiveMemoryScan(t *testing.T) {
 				}
 			}
 			if len(ms.afterHits) > 0 {
-				t.Errorf("owner values in memory after the lease is CONSUMED:\n\t%s", hitsSummary(ms.afterHits))
+				t.Errorf("owner values in memory after the leases are CONSUMED (one by a rehydration):\n\t%s", hitsSummary(ms.afterHits))
 			}
-			t.Logf("figures: %s arena: %d bytes of memory read live (%d unreadable), %d values: %d hits outside the arena, %d inside, %d after consume; marker found",
-				tc.name, ms.bytesSeen, ms.during.unreadable, ms.valuesCount, len(ms.outside), len(ms.insideArena), len(ms.afterHits))
+			t.Logf("figures: %s arena: %d bytes of memory read live (%d unreadable), %d values: %d hits outside the arena, %d inside, %d after consume and a rehydration (%d bytes of output); marker found",
+				tc.name, ms.bytesSeen, ms.during.unreadable, ms.valuesCount, len(ms.outside), len(ms.insideArena), len(ms.afterHits), ms.rehydrated)
 		})
 	}
 }

@@ -9,14 +9,24 @@
 //
 // # Rehydrate
 //
-// Client.Rehydrate sends a header (lease, claim tuple, return digest and
-// size, output schema, receipt fields, the cut's evidence key sealed with
-// Client.SealEvidenceKey) and the return in 1 MiB pieces; the server reads
-// exactly the declared size (at most rehydrate.MaxReturnBytes), runs
-// service.Vault.Rehydrate and streams the output back in 1 MiB pieces, the
-// RehydrationReceipt@1 and the consumed lease in the last message. Both
-// sides allocate the announced size once, so no grown-out copy of the
-// output is left behind. A refused return or schema carries, besides the
+// Client.Rehydrate draws an ephemeral X25519 key pair for the call
+// (seal.NewOutputKey) and sends a header (lease, claim tuple, return digest
+// and size, output schema, receipt fields, the cut's evidence key sealed
+// with Client.SealEvidenceKey, the ephemeral public key as output_key) and
+// the return in 1 MiB pieces. The server refuses a header whose output_key
+// is missing or not a usable X25519 public key (InvalidArgument, field
+// output_key) before it reads the return, so the lease is not touched;
+// otherwise it reads exactly the declared size (at most
+// rehydrate.MaxReturnBytes), runs service.Vault.Rehydrate and streams the
+// output back sealed to output_key (seal.OutputSealer, bound to the lease
+// and the return digest) in pieces of 1 MiB of plaintext, clearing each
+// plaintext piece once it is sealed; the first message carries the
+// output's size and the vault's ephemeral public key, the last one the
+// RehydrationReceipt@1 and the consumed lease. The client opens each piece
+// straight into one buffer of the announced size and wipes its private
+// scalar once the output key is derived; a piece that fails
+// authentication fails the call (the lease is consumed by then: the output
+// is lost). A refused return or schema carries, besides the
 // Refusal detail, a ReturnRefusal detail (document, JSON path, line,
 // column, length, fixed reason), which the client turns back into the
 // *rehydrate.Refusal or *rehydrate.SchemaError the *service.Error wraps;
@@ -49,13 +59,22 @@
 //
 //   - Only uids on the allow-list reach a handler; a refused connection is
 //     counted (Server.Rejected) and handles no call (Server.Calls).
-//   - No message carries a plaintext value or map material, except the
-//     output of Rehydrate: values travel sealed (package vault/seal),
+//   - No message carries a plaintext value or map material: values travel
+//     sealed to the vault (package vault/seal), the output of Rehydrate
+//     sealed to the ephemeral key of the client that asked for it,
 //     responses carry tokens, public lease records and reports. Sealed
-//     values, exports, returns, outputs and backups are bytes fields.
-//   - The output of Rehydrate is the one place plaintext values leave the
-//     vault: to the allowed caller who asked for them, once per lease.
-//     The cut's evidence key crosses sealed.
+//     values, exports, returns, sealed outputs and backups are bytes
+//     fields.
+//   - The output of Rehydrate is the one place restored values leave the
+//     vault: to the allowed caller who asked for them, once per lease, and
+//     readable only with that call's ephemeral private key. The server
+//     keeps no plaintext of it once the call ends: the service's output
+//     buffer, its one heap copy, is cleared 1 MiB piece by piece as each
+//     piece is sealed (whole on every error path); what the service itself
+//     wipes is listed in package vault/service. The cut's evidence key
+//     crosses sealed.
+//   - A Rehydrate without a usable output key is refused before the lease
+//     is claimed; the refusal names the field, never a value.
 //   - Error statuses never carry values.
 //
 // Not guaranteed:
@@ -65,11 +84,15 @@
 //     peer-credential check.
 //   - That the server is the real vaultd: a client trusts whoever listens
 //     on the socket path. Keep the socket directory owned by vaultd's user.
-//   - Clearing gRPC's pooled buffers: they hold sealed values, exports and
-//     backup bytes (all ciphertext or public) until reused — and the
-//     rehydrated output, on both sides of the socket. Server and client
-//     clear the output slices they own; the transport's copies stay until
+//   - Clearing gRPC's pooled buffers: they hold sealed values, exports,
+//     sealed outputs and backup bytes (all ciphertext or public) until
 //     reused.
+//   - Confidentiality of the output in the client process: Client.Rehydrate
+//     returns it in an ordinary buffer, which the caller clears (cut then
+//     prints or writes it). crypto/ecdh and chacha20poly1305 keep heap
+//     copies of each side's output key material, dropped, not wiped (see
+//     package vault/seal); and the output's length is visible on the
+//     socket.
 //   - Delivery of a rehydration: once the vault has consumed the lease, a
 //     broken connection loses the output for good.
 //

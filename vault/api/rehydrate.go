@@ -16,20 +16,26 @@ import (
 
 // Rehydration stream limits.
 const (
-	// rehydrateChunk is the size of the return and output pieces on the
-	// Rehydrate stream.
+	// rehydrateChunk is the size of the return pieces, and of the
+	// plaintext of the sealed output pieces, on the Rehydrate stream.
 	rehydrateChunk = 1 << 20
 	// MaxOutput bounds the output a client accepts from Rehydrate (1 GiB):
-	// it allocates the announced size once, so that no grown-out copy of
-	// restored values is left behind.
+	// it allocates the announced size once and opens every sealed piece
+	// into it, so that no grown-out copy of restored values is left
+	// behind.
 	MaxOutput = 1 << 30
 )
 
 // Rehydrate implements the Rehydrate call: it reads the header and the
 // whole return (exactly return_size bytes, at most
 // rehydrate.MaxReturnBytes), runs service.Rehydrate, and streams the
-// output back, the receipt and the consumed lease in the last message. The
-// output is cleared once sent (gRPC's own buffers are not).
+// output back sealed to the client's ephemeral key (the header's
+// output_key, seal.OutputSealer) in pieces of rehydrateChunk bytes, the
+// receipt and the consumed lease in the last message. A header without a
+// usable output key is refused (InvalidArgument, field output_key) before
+// the return is read, so the lease is not touched. Each piece of the
+// plaintext output is cleared as soon as it is sealed: gRPC's buffers only
+// ever hold ciphertext.
 func (s *handler) Rehydrate(ss grpc.BidiStreamingServer[vaultpb.RehydrateChunk, vaultpb.RehydrateReply]) error {
 	const op = "rehydrate"
 	bad := func(field string) error {
@@ -45,6 +51,17 @@ func (s *handler) Rehydrate(ss grpc.BidiStreamingServer[vaultpb.RehydrateChunk, 
 	}
 	if h.ReturnSize > rehydrate.MaxReturnBytes {
 		return toStatus(op, &service.Error{Code: receipts.LimitExceeded, Op: op, Field: "return"})
+	}
+	if len(h.OutputKey) != seal.KeySize {
+		return bad("output_key")
+	}
+	sealer, err := seal.NewOutputSealer([seal.KeySize]byte(h.OutputKey),
+		seal.OutputBinding{Lease: h.LeaseId, ReturnDigest: h.ReturnDigest})
+	if errors.Is(err, seal.ErrKey) {
+		return bad("output_key")
+	}
+	if err != nil { // a lease id or digest far over any valid one
+		return bad("header")
 	}
 	ret := make([]byte, 0, h.ReturnSize)
 	for m := first; ; {
@@ -84,17 +101,26 @@ func (s *handler) Rehydrate(ss grpc.BidiStreamingServer[vaultpb.RehydrateChunk, 
 		return toStatus(op, err)
 	}
 	out := res.Output
-	msg := &vaultpb.RehydrateReply{OutputSize: uint64(len(out))}
+	eph := sealer.Ephemeral()
+	msg := &vaultpb.RehydrateReply{OutputSize: uint64(len(out)), OutputEphemeralKey: eph[:]}
 	for {
 		k := min(len(out), rehydrateChunk)
-		msg.Data, out = out[:k], out[k:]
-		if len(out) == 0 {
+		var piece []byte
+		piece, out = out[:k], out[k:]
+		last := len(out) == 0
+		sealed, err := sealer.Seal(make([]byte, 0, k+seal.Overhead), piece, last)
+		clear(piece)
+		if err != nil {
+			return toStatus(op, &service.Error{Op: op, Err: service.ErrInternal})
+		}
+		msg.Sealed = sealed
+		if last {
 			msg.ReceiptJson, msg.LeaseJson = rc, lj
 		}
 		if err := ss.Send(msg); err != nil {
 			return err
 		}
-		if len(out) == 0 {
+		if last {
 			return nil
 		}
 		msg = &vaultpb.RehydrateReply{}
@@ -138,16 +164,18 @@ func (c *Client) SealEvidenceKey(ctx context.Context, key *receipts.EvidenceKey)
 
 // Rehydrate asks the vault to rehydrate a return (service.Vault.Rehydrate):
 // req.Claim.ReturnDigest must be receipts.SHA256(req.Return) and
-// req.EvidenceKey the cut's evidence key sealed with SealEvidenceKey. On
-// success the lease is CONSUMED and its key destroyed, and the result
-// holds restored values: the caller clears Output after use. A refused
+// req.EvidenceKey the cut's evidence key sealed with SealEvidenceKey. The
+// output comes back sealed to an ephemeral key drawn for this call and is
+// opened here. On success the lease is CONSUMED and its key destroyed, and
+// the result holds restored values: the caller clears Output after use. A refused
 // return is a *service.Error with the refusal code (service.CodeOf) that
 // wraps a *rehydrate.Refusal naming the JSON path and position (errors.As);
 // the lease then stays CLAIMED by this tuple. A refused schema wraps a
 // *rehydrate.SchemaError instead.
 //
-// If the connection breaks after the vault consumed the lease, the result
-// is lost: nothing can rehydrate the return again.
+// If the connection breaks after the vault consumed the lease, or a piece
+// of the sealed output fails authentication (ErrInternal), the result is
+// lost: nothing can rehydrate the return again.
 func (c *Client) Rehydrate(ctx context.Context, req service.RehydrateRequest) (service.RehydrateResult, error) {
 	const op = "rehydrate"
 	if req.EvidenceKey.Len() != 1 {
@@ -156,6 +184,14 @@ func (c *Client) Rehydrate(ctx context.Context, req service.RehydrateRequest) (s
 	if req.CutExpiry.IsZero() {
 		return service.RehydrateResult{}, &service.Error{Op: op, Field: "cut_expiry", Err: service.ErrInvalid}
 	}
+	// The output comes back sealed to a key pair drawn for this call; its
+	// private scalar is wiped once the output key is derived, or on return.
+	outKey, err := seal.NewOutputKey()
+	if err != nil {
+		return service.RehydrateResult{}, &service.Error{Op: op, Err: service.ErrInternal}
+	}
+	defer outKey.Wipe()
+	okPub := outKey.Public()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s, err := c.c.Rehydrate(ctx)
@@ -168,7 +204,7 @@ func (c *Client) Rehydrate(ctx context.Context, req service.RehydrateRequest) (s
 		ReturnDigest: req.Claim.ReturnDigest, ReturnSize: uint64(len(req.Return)), Schema: req.Schema,
 		CutExpiry: req.CutExpiry.UTC().Format(time.RFC3339Nano), Retention: req.Retention,
 		PolicyRevision: req.PolicyRevision, VerifierRevision: req.VerifierRevision, LabelDigest: req.LabelDigest,
-		EvidenceKey: sealedToWire(ev),
+		EvidenceKey: sealedToWire(ev), OutputKey: okPub[:],
 	}
 	// Send the return in pieces; a send error means the server ended the
 	// call, whose status Recv reports.
@@ -184,8 +220,12 @@ func (c *Client) Rehydrate(ctx context.Context, req service.RehydrateRequest) (s
 	}
 	_ = s.CloseSend()
 
+	// Each sealed piece is opened straight into out, allocated once at the
+	// announced size.
+	internal := &service.Error{Op: op, Err: service.ErrInternal}
 	var out []byte
 	var size uint64
+	var opener *seal.OutputOpener
 	for first := true; ; first = false {
 		m, err := s.Recv()
 		if err != nil {
@@ -201,16 +241,32 @@ func (c *Client) Rehydrate(ctx context.Context, req service.RehydrateRequest) (s
 			if m.OutputSize > MaxOutput {
 				return service.RehydrateResult{}, &service.Error{Code: receipts.LimitExceeded, Op: op, Field: "output"}
 			}
+			if len(m.OutputEphemeralKey) != seal.KeySize {
+				return service.RehydrateResult{}, internal
+			}
+			opener, err = outKey.Opener([seal.KeySize]byte(m.OutputEphemeralKey),
+				seal.OutputBinding{Lease: req.Lease, ReturnDigest: req.Claim.ReturnDigest})
+			if err != nil {
+				return service.RehydrateResult{}, internal
+			}
 			size = m.OutputSize
 			out = make([]byte, 0, size)
 		}
-		if uint64(len(out))+uint64(len(m.Data)) > size {
+		n := len(m.Sealed) - seal.Overhead
+		if n < 0 || uint64(len(out))+uint64(n) > size {
 			clear(out)
-			return service.RehydrateResult{}, &service.Error{Op: op, Err: service.ErrInternal}
+			return service.RehydrateResult{}, internal
 		}
-		out = append(out, m.Data...)
-		clear(m.Data)
-		if m.ReceiptJson != nil || m.LeaseJson != nil {
+		last := uint64(len(out))+uint64(n) == size
+		if out, err = opener.Open(out, m.Sealed, last); err != nil {
+			clear(out)
+			return service.RehydrateResult{}, internal
+		}
+		if last != (m.ReceiptJson != nil || m.LeaseJson != nil) {
+			clear(out)
+			return service.RehydrateResult{}, internal
+		}
+		if last {
 			res, err := rehydrateResult(op, req, out, size, m)
 			if err != nil {
 				clear(out)

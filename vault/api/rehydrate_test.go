@@ -258,14 +258,23 @@ func TestRehydrateStreamChecks(t *testing.T) {
 	f.bind(t, res)
 	ret := rhDoc{Items: []rhItem{{Owner: res.Tokens[0]}}}.bytes(t)
 	req := rhRequest(t, f.c, res.Lease.ID, rhSchema("triage", 1), ret, ek)
-	header := func(size uint64) *vaultpb.RehydrateHeader {
-		ev := req.EvidenceKey
-		return &vaultpb.RehydrateHeader{LeaseId: req.Lease, Run: "run-1", Attempt: 1, Station: "station-a",
-			ReturnDigest: req.Claim.ReturnDigest, ReturnSize: size, Schema: req.Schema,
-			CutExpiry: req.CutExpiry.Format(time.RFC3339Nano), Retention: req.Retention,
-			PolicyRevision: "p", VerifierRevision: "v", LabelDigest: req.LabelDigest,
-			EvidenceKey: sealedToWire(ev)}
+	outKey, err := seal.NewOutputKey()
+	if err != nil {
+		t.Fatal(err)
 	}
+	pub := outKey.Public()
+	header := func(size uint64) *vaultpb.RehydrateHeader {
+		h := wireHeader(t, req, size)
+		h.OutputKey = pub[:]
+		return h
+	}
+	withKey := func(key []byte) *vaultpb.RehydrateHeader {
+		h := header(uint64(len(ret)))
+		h.OutputKey = key
+		return h
+	}
+	one := make([]byte, seal.KeySize)
+	one[0] = 1 // the point of order 1
 	tests := []struct {
 		name  string
 		msgs  []*vaultpb.RehydrateChunk
@@ -277,6 +286,11 @@ func TestRehydrateStreamChecks(t *testing.T) {
 		{"longer than declared", []*vaultpb.RehydrateChunk{{Header: header(uint64(len(ret) - 1)), Data: ret}}, codes.InvalidArgument, "return_size"},
 		{"shorter than declared", []*vaultpb.RehydrateChunk{{Header: header(uint64(len(ret) + 1)), Data: ret}}, codes.InvalidArgument, "return_size"},
 		{"over the limit", []*vaultpb.RehydrateChunk{{Header: header(rehydrate.MaxReturnBytes + 1)}}, codes.ResourceExhausted, "return"},
+		{"no output key", []*vaultpb.RehydrateChunk{{Header: withKey(nil), Data: ret}}, codes.InvalidArgument, "output_key"},
+		{"short output key", []*vaultpb.RehydrateChunk{{Header: withKey(one[:31]), Data: ret}}, codes.InvalidArgument, "output_key"},
+		{"long output key", []*vaultpb.RehydrateChunk{{Header: withKey(append(one, 0)), Data: ret}}, codes.InvalidArgument, "output_key"},
+		{"zero output key", []*vaultpb.RehydrateChunk{{Header: withKey(make([]byte, seal.KeySize)), Data: ret}}, codes.InvalidArgument, "output_key"},
+		{"low-order output key", []*vaultpb.RehydrateChunk{{Header: withKey(one), Data: ret}}, codes.InvalidArgument, "output_key"},
 		{"bad cut expiry", []*vaultpb.RehydrateChunk{{Header: func() *vaultpb.RehydrateHeader {
 			h := header(uint64(len(ret)))
 			h.CutExpiry = "tomorrow"

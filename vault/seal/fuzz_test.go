@@ -79,3 +79,64 @@ func equalU32(a, b []uint32) bool {
 	}
 	return true
 }
+
+// FuzzOpenOutput: a client opens a sealed output as the socket delivers it.
+// Whatever the fuzzer makes of the two pieces of a real output (their
+// bytes, which is last, the lease id bound), Open never panics, refuses
+// with a typed *Error without appending, and opens only the pieces exactly
+// as sealed, in order, under their binding.
+func FuzzOpenOutput(f *testing.F) {
+	plain := []byte(`{"owner":"VAULTD-CANARY-fuzz-output","team":"payments-core"}`)
+	k0, err := NewOutputKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	priv0 := bytes.Clone(k0.priv)
+	s, err := NewOutputSealer(k0.Public(), testBinding)
+	if err != nil {
+		f.Fatal(err)
+	}
+	p0, _ := s.Seal(nil, plain[:20], false)
+	p1, _ := s.Seal(nil, plain[20:], true)
+	eph := s.Ephemeral()
+	f.Add(p0, p1, false, testBinding.Lease)
+	f.Add(p1, p0, true, testBinding.Lease)
+	f.Add(p0, p1, false, "pcl:another")
+	f.Add(p0[:16], []byte{}, false, "")
+	f.Fuzz(func(t *testing.T, q0, q1 []byte, firstLast bool, leaseID string) {
+		k := &OutputKey{priv: bytes.Clone(priv0), pub: k0.pub}
+		b := testBinding
+		b.Lease = leaseID
+		o, err := k.Opener(eph, b)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || len(leaseID) <= maxBindingField {
+				t.Fatalf("Opener: %v", err)
+			}
+			return
+		}
+		dst := []byte("prefix")
+		asSealed := leaseID == testBinding.Lease && !firstLast && bytes.Equal(q0, p0)
+		out, err := o.Open(dst, q0, firstLast)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || len(out) != len(dst) {
+				t.Fatalf("refusal %v appended %d bytes", err, len(out)-len(dst))
+			}
+			if asSealed {
+				t.Fatalf("the first piece as sealed did not open: %v", err)
+			}
+			return
+		}
+		if !asSealed {
+			t.Fatalf("opened a first piece that is not the one sealed")
+		}
+		out, err = o.Open(out, q1, true)
+		if (err == nil) != bytes.Equal(q1, p1) {
+			t.Fatalf("second piece: %v (as sealed: %v)", err, bytes.Equal(q1, p1))
+		}
+		if err == nil && !bytes.Equal(out[len(dst):], plain) {
+			t.Fatalf("opened to other bytes")
+		}
+	})
+}

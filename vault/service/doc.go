@@ -84,7 +84,8 @@
 // Guaranteed:
 //
 //   - Values exist in plaintext only in the arena, with one deliberate
-//     exception: the output of Rehydrate. They arrive sealed, are opened
+//     exception: the output of Rehydrate, in the heap while the call runs
+//     (below). They arrive sealed, are opened
 //     into it, copied arena to arena into the map, and every temporary
 //     (values, namespace key, data key, map plaintext, HMAC input) is wiped
 //     before the request returns. The map is never a Go map or a Go string;
@@ -112,13 +113,18 @@
 //
 // Not guaranteed:
 //
-//   - The rehydrated output is ordinary Go memory: Apply copies each value
-//     through a heap scratch buffer (cleared after use) into the output,
-//     which crosses the socket to the caller who asked for it (gRPC copies
-//     it into its own buffers, not cleared). The evidence key is copied
-//     into a receipts.EvidenceKey (wiped after the receipt) and its HMAC
-//     pads (not wiped). Value lengths sit in the Go map of Rehydrate's
-//     index while it runs.
+//   - The rehydrated output is ordinary Go memory, not the arena: Apply
+//     copies each value through a heap scratch buffer (cleared after each
+//     value) into the output buffer, and the output's hashes see its last
+//     partial block (their state and 4 KiB of the hashing goroutine's
+//     stack are overwritten after the sums, best effort). RehydrateResult
+//     hands the plaintext output to the caller, who must clear it; package
+//     vault/api seals it to the requesting client's ephemeral key piece by
+//     piece, clearing each piece once sealed, so that only ciphertext
+//     reaches gRPC's buffers. The evidence key is copied into a
+//     receipts.EvidenceKey (wiped after the receipt) and its HMAC pads (not
+//     wiped). Value lengths sit in the Go map of Rehydrate's index while it
+//     runs.
 //   - Heap copies of key schedules and hash states: chacha20poly1305,
 //     crypto/hmac and crypto/ecdh copy keys (the data key, the namespace
 //     key, the epoch key, the per-request seal key, the vault's X25519

@@ -71,9 +71,10 @@ type RehydrateRequest struct {
 // RehydrateResult is a rehydrated return.
 type RehydrateResult struct {
 	// Output is the RFC 8785 canonical JSON of the return with every
-	// substitution made: it holds restored owner values. It keeps the
-	// cut's label, must never be admitted by egress, and the caller should
-	// clear it after use.
+	// substitution made: it holds restored owner values, in ordinary heap
+	// memory. It keeps the cut's label, must never be admitted by egress,
+	// and the caller must clear it after use (package vault/api seals it
+	// to the client piece by piece and clears each piece once sealed).
 	Output []byte
 	// Receipt is the RehydrationReceipt@1; its final_digest is keyed.
 	Receipt receipts.RehydrationReceipt

@@ -1260,6 +1260,7 @@ type RehydrateHeader struct {
 	VerifierRevision string                 `protobuf:"bytes,11,opt,name=verifier_revision,json=verifierRevision,proto3" json:"verifier_revision,omitempty"`
 	LabelDigest      string                 `protobuf:"bytes,12,opt,name=label_digest,json=labelDigest,proto3" json:"label_digest,omitempty"`
 	EvidenceKey      *SealedValues          `protobuf:"bytes,16,opt,name=evidence_key,json=evidenceKey,proto3" json:"evidence_key,omitempty"` // the cut's evidence key, sealed
+	OutputKey        []byte                 `protobuf:"bytes,17,opt,name=output_key,json=outputKey,proto3" json:"output_key,omitempty"`       // the client's ephemeral X25519 public key for this call: the output is sealed to it
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1385,6 +1386,13 @@ func (x *RehydrateHeader) GetEvidenceKey() *SealedValues {
 	return nil
 }
 
+func (x *RehydrateHeader) GetOutputKey() []byte {
+	if x != nil {
+		return x.OutputKey
+	}
+	return nil
+}
+
 type RehydrateChunk struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Header        *RehydrateHeader       `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"` // first message only
@@ -1437,14 +1445,18 @@ func (x *RehydrateChunk) GetData() []byte {
 	return nil
 }
 
+// Every reply message carries one piece of the output sealed to the
+// header's output_key (package vault/seal, OutputSealer): the output never
+// crosses the socket in clear.
 type RehydrateReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	OutputSize    uint64                 `protobuf:"varint,1,opt,name=output_size,json=outputSize,proto3" json:"output_size,omitempty"`   // first message only
-	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`                                  // the next piece of the output
-	ReceiptJson   []byte                 `protobuf:"bytes,3,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"` // last message only: RehydrationReceipt@1
-	LeaseJson     []byte                 `protobuf:"bytes,4,opt,name=lease_json,json=leaseJson,proto3" json:"lease_json,omitempty"`       // last message only: the consumed lease
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	OutputSize         uint64                 `protobuf:"varint,1,opt,name=output_size,json=outputSize,proto3" json:"output_size,omitempty"`                          // first message only: the plaintext output's length
+	ReceiptJson        []byte                 `protobuf:"bytes,3,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`                        // last message only: RehydrationReceipt@1
+	LeaseJson          []byte                 `protobuf:"bytes,4,opt,name=lease_json,json=leaseJson,proto3" json:"lease_json,omitempty"`                              // last message only: the consumed lease
+	OutputEphemeralKey []byte                 `protobuf:"bytes,5,opt,name=output_ephemeral_key,json=outputEphemeralKey,proto3" json:"output_ephemeral_key,omitempty"` // first message only: the vault's ephemeral X25519 public key for this output
+	Sealed             []byte                 `protobuf:"bytes,6,opt,name=sealed,proto3" json:"sealed,omitempty"`                                                     // the next piece of the output, sealed (at most 1 MiB of plaintext)
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *RehydrateReply) Reset() {
@@ -1484,13 +1496,6 @@ func (x *RehydrateReply) GetOutputSize() uint64 {
 	return 0
 }
 
-func (x *RehydrateReply) GetData() []byte {
-	if x != nil {
-		return x.Data
-	}
-	return nil
-}
-
 func (x *RehydrateReply) GetReceiptJson() []byte {
 	if x != nil {
 		return x.ReceiptJson
@@ -1501,6 +1506,20 @@ func (x *RehydrateReply) GetReceiptJson() []byte {
 func (x *RehydrateReply) GetLeaseJson() []byte {
 	if x != nil {
 		return x.LeaseJson
+	}
+	return nil
+}
+
+func (x *RehydrateReply) GetOutputEphemeralKey() []byte {
+	if x != nil {
+		return x.OutputEphemeralKey
+	}
+	return nil
+}
+
+func (x *RehydrateReply) GetSealed() []byte {
+	if x != nil {
+		return x.Sealed
 	}
 	return nil
 }
@@ -1756,7 +1775,7 @@ const file_vault_proto_rawDesc = "" +
 	"\x04data\x18\x03 \x01(\fR\x04data\"4\n" +
 	"\x11ProveErasureReply\x12\x1f\n" +
 	"\vreport_json\x18\x01 \x01(\fR\n" +
-	"reportJson\"\xde\x03\n" +
+	"reportJson\"\xfd\x03\n" +
 	"\x0fRehydrateHeader\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x10\n" +
 	"\x03run\x18\x02 \x01(\tR\x03run\x12\x18\n" +
@@ -1773,17 +1792,20 @@ const file_vault_proto_rawDesc = "" +
 	" \x01(\tR\x0epolicyRevision\x12+\n" +
 	"\x11verifier_revision\x18\v \x01(\tR\x10verifierRevision\x12!\n" +
 	"\flabel_digest\x18\f \x01(\tR\vlabelDigest\x12D\n" +
-	"\fevidence_key\x18\x10 \x01(\v2!.privacycut.vault.v1.SealedValuesR\vevidenceKeyJ\x04\b\r\x10\x0eJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"b\n" +
+	"\fevidence_key\x18\x10 \x01(\v2!.privacycut.vault.v1.SealedValuesR\vevidenceKey\x12\x1d\n" +
+	"\n" +
+	"output_key\x18\x11 \x01(\fR\toutputKeyJ\x04\b\r\x10\x0eJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"b\n" +
 	"\x0eRehydrateChunk\x12<\n" +
 	"\x06header\x18\x01 \x01(\v2$.privacycut.vault.v1.RehydrateHeaderR\x06header\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\x87\x01\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xc3\x01\n" +
 	"\x0eRehydrateReply\x12\x1f\n" +
 	"\voutput_size\x18\x01 \x01(\x04R\n" +
-	"outputSize\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\x12!\n" +
+	"outputSize\x12!\n" +
 	"\freceipt_json\x18\x03 \x01(\fR\vreceiptJson\x12\x1d\n" +
 	"\n" +
-	"lease_json\x18\x04 \x01(\fR\tleaseJson\"W\n" +
+	"lease_json\x18\x04 \x01(\fR\tleaseJson\x120\n" +
+	"\x14output_ephemeral_key\x18\x05 \x01(\fR\x12outputEphemeralKey\x12\x16\n" +
+	"\x06sealed\x18\x06 \x01(\fR\x06sealedJ\x04\b\x02\x10\x03\"W\n" +
 	"\aRefusal\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x14\n" +

@@ -60,9 +60,9 @@ type VaultClient interface {
 	ProveErasure(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ProveErasureChunk, ProveErasureReply], error)
 	// Rehydrate: the first message carries the header, the data of every
 	// message the next piece of the return; the reply's messages carry the
-	// output (restored values: the one place plaintext values leave the
-	// vault, to the caller who asked for them), the last one the receipt and
-	// the consumed lease.
+	// output (restored values) sealed to the ephemeral key the client sent
+	// in the header, piece by piece, the last one also the receipt and the
+	// consumed lease.
 	Rehydrate(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RehydrateChunk, RehydrateReply], error)
 }
 
@@ -240,9 +240,9 @@ type VaultServer interface {
 	ProveErasure(grpc.ClientStreamingServer[ProveErasureChunk, ProveErasureReply]) error
 	// Rehydrate: the first message carries the header, the data of every
 	// message the next piece of the return; the reply's messages carry the
-	// output (restored values: the one place plaintext values leave the
-	// vault, to the caller who asked for them), the last one the receipt and
-	// the consumed lease.
+	// output (restored values) sealed to the ephemeral key the client sent
+	// in the header, piece by piece, the last one also the receipt and the
+	// consumed lease.
 	Rehydrate(grpc.BidiStreamingServer[RehydrateChunk, RehydrateReply]) error
 	mustEmbedUnimplementedVaultServer()
 }
