@@ -225,6 +225,8 @@ func TestPlanMismatch(t *testing.T) {
 		{"policy_revision", func(p *receipts.Plan) { p.PolicyRevision = "other/9" }, receipts.PlanMismatch},
 		{"threat_model", func(p *receipts.Plan) { p.ThreatModel = "" }, receipts.PlanMismatch},
 		{"target", func(p *receipts.Plan) { p.Target = "https://u@model.example/" }, receipts.PlanMismatch},
+		{"target", func(p *receipts.Plan) { p.Target = "https://model.example/#x" }, receipts.PlanMismatch},
+		{"categories", func(p *receipts.Plan) { p.Categories.Prohibited = append(p.Categories.Prohibited, p.Categories.Allowed[0]) }, receipts.PlanMismatch},
 		{"max_parents", func(p *receipts.Plan) { p.MaxParents = 0 }, receipts.PlanMismatch},
 		{"expires_at", func(p *receipts.Plan) { p.ExpiresAt = "tomorrow" }, receipts.PlanMismatch},
 	}
@@ -492,5 +494,21 @@ func TestEscapedValueReadsInExport(t *testing.T) {
 				t.Fatal("error echoes input")
 			}
 		})
+	}
+}
+
+// TestCheckExpiry: a plan is good until the instant before its expires_at;
+// at that instant, and after, it is PLAN_MISMATCH on expires_at.
+func TestCheckExpiry(t *testing.T) {
+	exp := time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC)
+	p := &receipts.Plan{ExpiresAt: exp.Format(time.RFC3339)}
+	if err := CheckExpiry(p, exp.Add(-time.Nanosecond)); err != nil {
+		t.Fatalf("before expiry: %v", err)
+	}
+	for _, now := range []time.Time{exp, exp.Add(time.Second)} {
+		var re *RefusedError
+		if err := CheckExpiry(p, now); !errors.As(err, &re) || re.Field != "expires_at" || re.Refusals[0].Code != receipts.PlanMismatch {
+			t.Fatalf("at %v: %v", now, err)
+		}
 	}
 }

@@ -81,6 +81,8 @@ func TestRecognizerRefusals(t *testing.T) {
 		{"bad escape", dep + " owner.module=\"a\\n\"\n", &firstRefusal{receipts.MalformedRecord, 1, len(dep) + 17, 2}},
 		{"control in value", dep + " owner.module=\"a\tb\"\n", &firstRefusal{receipts.UncoveredText, 1, len(dep) + 17, 1}},
 		{"bidi control in value", dep + " owner.module=\"a\u202eb\"\n", &firstRefusal{receipts.UncoveredText, 1, len(dep) + 17, 3}},
+		{"Arabic letter mark in value", dep + " owner.module=\"a\u061cb\"\n", &firstRefusal{receipts.UncoveredText, 1, len(dep) + 17, 2}},
+		{"Mongolian vowel separator in value", dep + " owner.module=\"a\u180eb\"\n", &firstRefusal{receipts.UncoveredText, 1, len(dep) + 17, 3}},
 		{"zero width in value", dep + " owner.module=\"a\u200bb\"\n", &firstRefusal{receipts.UncoveredText, 1, len(dep) + 17, 3}},
 		{"noncharacter in value", dep + " owner.module=\"a\ufdd0\"\n", &firstRefusal{receipts.UncoveredText, 1, len(dep) + 17, 3}},
 		{"C1 control in value", dep + " owner.module=\"a\u0085\"\n", &firstRefusal{receipts.UncoveredText, 1, len(dep) + 17, 2}},

@@ -345,6 +345,9 @@ func TestVerifyRefusesWhatCensorRefuses(t *testing.T) {
 		claim  string
 		detail string
 	}{
+		{name: "consumer without id", opt: plan(func(p *receipts.Plan) { p.Consumer.ID = "" }), claim: ClaimPlanMatch, detail: "consumer"},
+		{name: "target not http", opt: plan(func(p *receipts.Plan) { p.Target = "ftp://models.example/v1" }), claim: ClaimPlanMatch, detail: "target"},
+		{name: "another vocabulary", opt: plan(func(p *receipts.Plan) { p.VocabularyDigest = receipts.SHA256([]byte("other")) }), claim: ClaimPlanMatch, detail: "vocabulary_digest"},
 		{name: "other policy revision", opt: plan(func(p *receipts.Plan) { p.PolicyRevision = "other/1" }), claim: ClaimPlanMatch, detail: "policy_revision"},
 		{name: "no threat model", opt: plan(func(p *receipts.Plan) { p.ThreatModel = "" }), claim: ClaimPlanMatch, detail: "threat_model"},
 		{name: "target with user info", opt: plan(func(p *receipts.Plan) { p.Target = "https://u:p@models.example/v1" }), claim: ClaimPlanMatch, detail: "target"},
@@ -454,5 +457,49 @@ func TestVerifyReversibleTokens(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestVerifyExpiryBoundary: a plan is good until the instant before its
+// expires_at; at that instant it has expired.
+func TestVerifyExpiryBoundary(t *testing.T) {
+	req := makeCut(t, sampleParts, cutOptions{})
+	exp := time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC) // makeCut's expires_at
+	for _, tc := range []struct {
+		now  time.Time
+		want []string
+	}{
+		{exp.Add(-time.Nanosecond), []string{}},
+		{exp, []string{ClaimPlanMatch}},
+	} {
+		req.Now = tc.now
+		if diff := cmp.Diff(tc.want, failedClaims(Verify(req))); diff != "" {
+			t.Errorf("at %v (-want +got):\n%s", tc.now, diff)
+		}
+	}
+}
+
+// TestParseReversible: the reversible token shape, exactly: pcv:, a
+// namespace of 10 and a MAC of 20 base32 characters, a known category, and
+// the separators in their places.
+func TestParseReversible(t *testing.T) {
+	const good = "pcv:abcdefghij:team:abcdefghijklmnopqrst"
+	if ns, cat, ok := parseReversible([]byte(good)); !ok || string(ns) != "abcdefghij" || categories[cat] != "team" {
+		t.Fatalf("%s: %q %d %v", good, ns, cat, ok)
+	}
+	for _, bad := range []string{
+		"pcv:abcdefghijXteam:abcdefghijklmnopqrst",  // no ':' after the namespace
+		"pcv:abcdefghij:teamXabcdefghijklmnopqrst",  // no ':' before the MAC
+		"pcv:abcdefghi:team:abcdefghijklmnopqrst",   // namespace too short
+		"pcv:abcdefghij:team:abcdefghijklmnopqrs",   // MAC too short
+		"pcv:abcdefghij:teams:abcdefghijklmnopqrst", // unknown category
+		"pcv:abcdefghij:team:abcdefghijklmnopqrs1",  // 1 is not base32
+		"pcv:ABCDEFGHIJ:team:abcdefghijklmnopqrst",  // upper case
+		"pcx:abcdefghij:team:abcdefghijklmnopqrst",
+		"pcv::team:abcdefghijklmnopqrst",
+	} {
+		if _, _, ok := parseReversible([]byte(bad)); ok {
+			t.Errorf("%s parsed", bad)
+		}
 	}
 }
