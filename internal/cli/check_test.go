@@ -208,6 +208,13 @@ func TestCheckUsage(t *testing.T) {
 	if code, _, _ := e.run(t, "check", "--vocab", e.vocab, filepath.Join(e.dir, "missing.json")); code != ExitError {
 		t.Errorf("missing file: exit %d, want 1", code)
 	}
+	// Help for a command with subcommands is its usage, not "unknown command".
+	for _, args := range [][]string{{"lease", "-h"}, {"vault", "--help"}, {"lease", "help"}} {
+		code, _, errb := e.run(t, args...)
+		if code != ExitUsage || !bytes.Contains(errb, []byte("usage: cut "+args[0])) || bytes.Contains(errb, []byte("unknown")) {
+			t.Errorf("%v: exit %d\n%s", args, code, errb)
+		}
+	}
 }
 
 func TestCheckShowText(t *testing.T) {

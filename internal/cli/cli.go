@@ -150,6 +150,10 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// isHelp reports whether a command word asks for help (-h, --help, help):
+// a command with subcommands prints its usage for it, not "unknown command".
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help" }
+
 // refusedError means the command refused its input by policy and has already
 // printed the refusal document.
 type refusedError struct{ n int }

@@ -264,6 +264,9 @@ func (d *demo) run(ctx context.Context, verifierMode string) error {
 	if err != nil {
 		return fmt.Errorf("rehydrate the honest answer: %w", err)
 	}
+	// As cut send does: the result holds owner values, and this gate must
+	// never admit it.
+	d.auth.DenyLocal(receipts.SHA256(doc.Result))
 	d.check("the honest answer is rehydrated and the lease consumed", doc.State == "CONSUMED" && len(doc.Receipt.Substitutions) > 0, doc.State)
 	fmt.Fprintf(out, "\n5. What was substituted, inside the vault, only at marked paths (%s):\n   %s\n",
 		summary(doc.Receipt.Substitutions), doc.Result)
@@ -278,7 +281,7 @@ func (d *demo) run(ctx context.Context, verifierMode string) error {
 	// The rehydrated answer may never leave.
 	_, aerr := d.auth.Admit(p.seal.EventID, doc.Result, p.in.plan.Target, p.in.plan.Consumer)
 	var ee *egress.Error
-	d.check("the rehydrated answer offered to the egress gate is refused", errors.As(aerr, &ee), errText(aerr))
+	d.check("the rehydrated answer offered to the egress gate is refused as local-only", errors.As(aerr, &ee) && ee.Reason == egress.ReasonLocalOnly, errText(aerr))
 
 	// Adversarial answers: fresh cuts, fresh leases.
 	for i, tc := range []struct {

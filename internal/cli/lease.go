@@ -18,7 +18,7 @@ const leaseUsage = `usage: cut lease list [--json] [--vault SOCK]
        cut lease revoke REF [--json] [--vault SOCK]`
 
 func runLease(ctx context.Context, c *Cmd, args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || isHelp(args[0]) {
 		return usagef("%s", leaseUsage)
 	}
 	sub, rest := args[0], args[1:]

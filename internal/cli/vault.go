@@ -66,7 +66,7 @@ func (c *Cmd) vaultError(asJSON bool, err error) error {
 }
 
 func runVault(ctx context.Context, c *Cmd, args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || isHelp(args[0]) {
 		return usagef("%s", vaultUsage)
 	}
 	sub, rest := args[0], args[1:]
