@@ -152,7 +152,9 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 
 // isHelp reports whether a command word asks for help (-h, --help, help):
 // a command with subcommands prints its usage for it, not "unknown command".
-func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help" }
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
 
 // refusedError means the command refused its input by policy and has already
 // printed the refusal document.
