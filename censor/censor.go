@@ -1,9 +1,11 @@
 package censor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 
 	"github.com/privacycut/privacycut/grammar"
@@ -159,7 +161,7 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	// Parse everything, collecting owner spans and distinct pairs.
 	parser := grammar.NewParser(in.Vocabulary, grammar.Options{Limits: in.Limits, Allowed: allowed})
 	var pairs []Pair
-	var index [16]map[string]int32
+	index := newValueIndex()
 	res, owners := grammar.CheckOwners(in.Doc, parser, plan.MaxParents)
 	total := 0
 	for i := range owners {
@@ -170,15 +172,10 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 		text := in.Doc.Parts[part].Text
 		for s := range owners[part].All() {
 			raw := text[s.Off : s.Off+s.Len]
-			m := index[s.Category]
-			if m == nil {
-				m = map[string]int32{}
-				index[s.Category] = m
-			}
-			id, ok := m[string(raw)]
-			if !ok {
+			id, h := index.find(s.Category, raw)
+			if id < 0 {
 				id = int32(len(pairs))
-				m[string(raw)] = id
+				index.add(h, s.Category, raw)
 				pairs = append(pairs, Pair{Category: s.Category, Value: grammar.Unescape(raw)})
 			}
 			refs = append(refs, ownerRef{part: int32(part), off: int32(s.Off), n: int32(s.Len), pair: id})
@@ -240,7 +237,14 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 		exp = tm.fill(refs, is.tokens, in.Buffer)
 	}
 	out.Export = exp.buf
-	if r := escapedResidual(in.Doc, refs, pairs, out.Export); r != nil {
+	r := escapedResidual(in.Doc, refs, pairs, out.Export)
+	// The decoded values have been issued tokens and searched for: they
+	// are cleared (they were copied out of the source to be handed to the
+	// token source, which has sealed or dropped them by now).
+	for i := range pairs {
+		clear(pairs[i].Value)
+	}
+	if r != nil {
 		return nil, &RefusedError{Refusals: []grammar.Refusal{*r}}
 	}
 	// The export's plain digest and the candidate's keyed one, on two CPUs.
@@ -332,4 +336,50 @@ func chain(o *Output, vocabDigest string, parts int) ([]receipts.TransformationR
 		Terminal:   true, ExportDigest: o.ExportDigest,
 	}
 	return []receipts.TransformationReceipt{r0, r1}, nil
+}
+
+// valueIndex finds the distinct owner values of a cut by a keyed hash of
+// their written bytes (and category), comparing candidates with the bytes
+// of the first occurrence where they stand in the source. It makes no Go
+// string of a value: a map keyed by one would keep a copy that is never
+// cleared.
+type valueIndex struct {
+	seed maphash.Seed
+	head map[uint64]int32 // hash → the latest pair with that hash
+	next []int32          // per pair: the previous pair with its hash, or -1
+	cat  []grammar.Category
+	raw  [][]byte // per pair: its written bytes, a slice of the source
+}
+
+func newValueIndex() *valueIndex {
+	return &valueIndex{seed: maphash.MakeSeed(), head: map[uint64]int32{}}
+}
+
+func (x *valueIndex) hash(c grammar.Category, raw []byte) uint64 {
+	return maphash.Bytes(x.seed, raw) ^ uint64(c)*0x9e3779b97f4a7c15
+}
+
+// find returns the number of the pair (c, raw), or -1, and raw's hash.
+func (x *valueIndex) find(c grammar.Category, raw []byte) (int32, uint64) {
+	h := x.hash(c, raw)
+	id, ok := x.head[h]
+	for ok && id >= 0 {
+		if x.cat[id] == c && bytes.Equal(x.raw[id], raw) {
+			return id, h
+		}
+		id = x.next[id]
+	}
+	return -1, h
+}
+
+// add numbers (c, raw), known to be absent, as the next pair.
+func (x *valueIndex) add(h uint64, c grammar.Category, raw []byte) {
+	prev, ok := x.head[h]
+	if !ok {
+		prev = -1
+	}
+	x.head[h] = int32(len(x.next))
+	x.next = append(x.next, prev)
+	x.cat = append(x.cat, c)
+	x.raw = append(x.raw, raw)
 }

@@ -226,7 +226,9 @@ func TestPlanMismatch(t *testing.T) {
 		{"threat_model", func(p *receipts.Plan) { p.ThreatModel = "" }, receipts.PlanMismatch},
 		{"target", func(p *receipts.Plan) { p.Target = "https://u@model.example/" }, receipts.PlanMismatch},
 		{"target", func(p *receipts.Plan) { p.Target = "https://model.example/#x" }, receipts.PlanMismatch},
-		{"categories", func(p *receipts.Plan) { p.Categories.Prohibited = append(p.Categories.Prohibited, p.Categories.Allowed[0]) }, receipts.PlanMismatch},
+		{"categories", func(p *receipts.Plan) {
+			p.Categories.Prohibited = append(p.Categories.Prohibited, p.Categories.Allowed[0])
+		}, receipts.PlanMismatch},
 		{"max_parents", func(p *receipts.Plan) { p.MaxParents = 0 }, receipts.PlanMismatch},
 		{"expires_at", func(p *receipts.Plan) { p.ExpiresAt = "tomorrow" }, receipts.PlanMismatch},
 	}
@@ -510,5 +512,50 @@ func TestCheckExpiry(t *testing.T) {
 		if err := CheckExpiry(p, now); !errors.As(err, &re) || re.Field != "expires_at" || re.Refusals[0].Code != receipts.PlanMismatch {
 			t.Fatalf("at %v: %v", now, err)
 		}
+	}
+}
+
+// keepingSource is a token source that keeps the pairs it was given.
+type keepingSource struct{ pairs *[]Pair }
+
+func (keepingSource) Mode() string { return receipts.ModeIrreversible }
+func (k keepingSource) Issue(ctx context.Context, d string, pairs []Pair) ([]string, error) {
+	*k.pairs = pairs
+	return Irreversible{}.Issue(ctx, d, pairs)
+}
+
+// TestValuesCleared: the decoded owner values handed to the token source
+// are cleared once the cut has used them, whether it succeeds or is refused
+// after the tokens were issued; and equal values (also written differently
+// only by escapes) are one pair.
+func TestValuesCleared(t *testing.T) {
+	_, v := exampleInputs(t)
+	for name, text := range map[string]string{
+		"cut":     `ask triage.rank-by-severity owner.team=\"` + canary + `\" owner.person=\"a \\\"b\\\"\" owner.team=\"` + canary + `\"\n`,
+		"refused": `ask triage.rank-by-severity owner.team=\"` + canary + `\" owner.team=\"\\\"\"\n`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			const finding = `finding GO-2022-1059 golang.org/x/text@v0.3.7 affected https://go.dev/issue/56152\n`
+			doc := `{"schema":"Projection@1","profile":"closed-diagnostic@1","parts":[{"kind":"query","key":"q","text":"` + finding + text +
+				`","label":{"class":"private","weight":1,"categories":[],"subjects":[],"parents":["p"],"handling":[]},"lineage":["l"]}]}`
+			d, refs := grammar.LoadProjection([]byte(doc), grammar.LoadOptions{})
+			if refs != nil {
+				t.Fatal(refs)
+			}
+			k := testKey(t, 1)
+			var got []Pair
+			_, err := Cut(context.Background(), Input{Doc: d, Vocabulary: v, Plan: plan(t, d, v, k), Key: k, Tokens: keepingSource{&got}})
+			if (err != nil) != (name == "refused") {
+				t.Fatalf("err = %v", err)
+			}
+			if len(got) != 2 {
+				t.Fatalf("%d pairs, want 2", len(got))
+			}
+			for i, p := range got {
+				if len(p.Value) == 0 || bytes.Count(p.Value, []byte{0}) != len(p.Value) {
+					t.Errorf("pair %d not cleared: %q", i, p.Value)
+				}
+			}
+		})
 	}
 }
