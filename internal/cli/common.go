@@ -46,7 +46,13 @@ func (c *Cmd) evidenceKey(flagValue string) (*receipts.EvidenceKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return receipts.LoadOrCreateEvidenceKey(p)
+	k, err := receipts.LoadOrCreateEvidenceKey(p)
+	if err != nil {
+		return nil, err
+	}
+	// The key is wiped when Run returns, after the plugin has stopped.
+	c.frees = append(c.frees, k.Wipe)
+	return k, nil
 }
 
 // loadPlan strictly decodes a DisclosurePlan@1 file.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -192,5 +193,23 @@ func TestQuarantinePath(t *testing.T) {
 				t.Errorf("quarantinePath = %q, %v; want %q, error %v", got, err, tt.want, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestEvidenceKeyWipedOnRelease: the evidence key a command loads is wiped
+// when Run releases the command's resources.
+func TestEvidenceKeyWipedOnRelease(t *testing.T) {
+	dir := t.TempDir()
+	c := &Cmd{Env: Env{Getenv: func(string) string { return "" }}}
+	k, err := c.evidenceKey(filepath.Join(dir, "evidence.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Reveal(func([]byte) error { return nil }); err != nil {
+		t.Fatalf("before release: %v", err)
+	}
+	c.release()
+	if err := k.Reveal(func([]byte) error { return nil }); !errors.Is(err, receipts.ErrKeyWiped) {
+		t.Fatalf("after release: %v, want ErrKeyWiped", err)
 	}
 }
