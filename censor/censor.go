@@ -21,7 +21,7 @@ const (
 // Pair is one distinct owner value of a cut: its category and its decoded value.
 type Pair struct {
 	Category grammar.Category
-	Value    []byte
+	Value    receipts.Plaintext
 }
 
 // TokenSource issues the tokens of a cut: one per distinct pair, in the order

@@ -79,6 +79,10 @@
 // [DefaultEvidenceKeyPath], created on first use by
 // [LoadOrCreateEvidenceKey].
 //
+// Owner values in the clear travel as [Plaintext] (a decoded value on its way
+// to a token source, a rehydrated output): it redacts itself in every fmt
+// verb and logger and refuses every encoder, as the key does.
+//
 // # Security properties
 //
 // Guaranteed:

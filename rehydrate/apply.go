@@ -16,7 +16,7 @@ type Result struct {
 	// Output is the RFC 8785 canonical JSON of the return with every
 	// substitution made. It holds restored owner values: the caller owns
 	// it and should clear it when done.
-	Output []byte
+	Output receipts.Plaintext
 	// ReturnDigest is receipts.SHA256 of the return as given.
 	ReturnDigest string
 	// FinalDigest is receipts.SHA256 of Output.

@@ -170,7 +170,9 @@ func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseReco
 	if err != nil {
 		return nil, c.rehydrateRefusal(asJSON, err)
 	}
-	return &rehydratedDoc{Result: res.Output, Receipt: res.Receipt, Lease: res.Lease.ID, State: res.Lease.State.String()}, nil
+	// The answer the user asked for, printed or written: the one place its
+	// plaintext is meant to go.
+	return &rehydratedDoc{Result: json.RawMessage(res.Output), Receipt: res.Receipt, Lease: res.Lease.ID, State: res.Lease.State.String()}, nil
 }
 
 // rehydrateRefusal prints a refused rehydration: code, JSON path and the

@@ -43,7 +43,7 @@ const (
 // Pair is one plaintext (category, value) pair on the client side.
 type Pair struct {
 	Category string
-	Value    []byte
+	Value    receipts.Plaintext
 }
 
 // Request is a set of values sealed as one message for one recipient key.

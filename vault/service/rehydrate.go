@@ -75,7 +75,7 @@ type RehydrateResult struct {
 	// memory. It keeps the cut's label, must never be admitted by egress,
 	// and the caller must clear it after use (package vault/api seals it
 	// to the client piece by piece and clears each piece once sealed).
-	Output []byte
+	Output receipts.Plaintext
 	// Receipt is the RehydrationReceipt@1; its final_digest is keyed.
 	Receipt receipts.RehydrationReceipt
 	// Lease is the lease after the rehydration: CONSUMED, its key destroyed
