@@ -481,6 +481,10 @@ func (r *recParser) fields() *Refusal {
 		r.lit(LiteralAsk, 0, off, 0)
 		return r.ask(off)
 	}
+	// A keyword with nothing after it: a record whose fields are missing.
+	if string(rec) == "finding" || string(rec) == "ask" {
+		return r.refuse(receipts.MalformedRecord, 0, len(rec))
+	}
 	// Not a record: prose, a blank line or a broken keyword.
 	if !utf8.Valid(rec) {
 		return r.miss(receipts.UncoveredText, 0, len(rec))
@@ -609,9 +613,11 @@ func (r *recParser) owners(off int) *Refusal {
 			return r.miss(receipts.UncoveredText, q, len(rec))
 		}
 		q += len("owner.")
-		eq := bytes.IndexByte(rec[q:min(len(rec), q+16)], '=')
-		if eq < 0 {
-			return r.refuse(receipts.MalformedRecord, off+1, min(len(rec), q+16)-off-1)
+		// The category runs to its "=": a name of any length that is no
+		// category is UNKNOWN_CATEGORY, as a short one is.
+		eq := categoryEnd(rec[q:])
+		if eq == len(rec)-q || rec[q+eq] != '=' {
+			return r.refuse(receipts.MalformedRecord, off+1, q+eq-off-1)
 		}
 		cat, ok := ParseCategory(rec[q : q+eq])
 		if !ok {
@@ -802,4 +808,15 @@ func notPlain(x uint64) uint64 {
 	bad |= zeroBytes(x ^ 0x5c5c5c5c5c5c5c5c)     // '\\'
 	bad |= zeroBytes(x ^ 0x7f7f7f7f7f7f7f7f)     // DEL
 	return bad
+}
+
+// categoryEnd returns the index of the first "=", SP, '"' or "@" in b (where
+// an owner's category name ends), or len(b).
+func categoryEnd(b []byte) int {
+	for i, c := range b {
+		if c == '=' || c == ' ' || c == '"' || c == '@' {
+			return i
+		}
+	}
+	return len(b)
 }

@@ -121,6 +121,9 @@ var refusalCases = []refusalCase{
 	{"BOM in value", "ask triage.rank-by-severity owner.team=\"\ufeffpayments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 41, Length: 3}},
 	// MALFORMED_RECORD
 	{"missing final LF", strings.TrimSuffix(good, "\n"), Refusal{Code: receipts.MalformedRecord, Line: 1, Column: len(good) - 1, Length: 1}},
+	{"finding without fields", "finding\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 1, Length: 7}},
+	{"ask without fields", "ask\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 1, Length: 3}},
+	{"owner without =", "ask triage.rank-by-severity owner.team \"a\"\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 29, Length: 10}},
 	{"unterminated value", "ask triage.rank-by-severity owner.team=\"" + canary + "\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 40, Length: 19}},
 	{"bad escape", "ask triage.rank-by-severity owner.team=\"" + canary + "\\n\"\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 59, Length: 2}},
 	{"dependency without @", "finding GO-2023-2102 golang.org/x/net affected https://go.dev/issue/63417\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 22, Length: 16}},
@@ -139,6 +142,7 @@ var refusalCases = []refusalCase{
 	{"unknown question", "ask triage.leak-everything\n", Refusal{Code: receipts.UnknownQuestion, Line: 1, Column: 5, Length: 22}},
 	{"unknown category", "ask triage.rank-by-severity owner.email=\"" + canary + "\"\n", Refusal{Code: receipts.UnknownCategory, Line: 1, Column: 35, Length: 5}},
 	{"case-variant category", "ask triage.rank-by-severity owner.Team=\"" + canary + "\"\n", Refusal{Code: receipts.UnknownCategory, Line: 1, Column: 35, Length: 4}},
+	{"long unknown category", "ask triage.rank-by-severity owner.organisational-unit=\"" + canary + "\"\n", Refusal{Code: receipts.UnknownCategory, Line: 1, Column: 35, Length: 19}},
 	{"credential is prohibited", "ask triage.rank-by-severity owner.credential=\"" + canary + "\"\n", Refusal{Code: receipts.ProhibitedCategory, Line: 1, Column: 35, Length: 10}},
 	// AMBIGUOUS_SPAN
 	{"empty value", "ask triage.rank-by-severity owner.team=\"\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 40, Length: 2}},

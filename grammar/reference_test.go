@@ -185,6 +185,9 @@ func (r *refParser) record() *Refusal {
 		r.lit(LiteralAsk, 0, len("ask "), 0)
 		return r.ask(len("ask "))
 	}
+	if string(rec) == "finding" || string(rec) == "ask" { // seventh session: a missing field
+		return r.refuse(receipts.MalformedRecord, 0, len(rec))
+	}
 	if !utf8.Valid(rec) {
 		return r.miss(receipts.UncoveredText, 0, len(rec))
 	}
@@ -303,9 +306,11 @@ func (r *refParser) owners(off int) *Refusal {
 			return r.miss(receipts.UncoveredText, q, len(rec))
 		}
 		q += len("owner.")
-		eq := bytes.IndexByte(rec[q:min(len(rec), q+16)], '=')
-		if eq < 0 {
-			return r.refuse(receipts.MalformedRecord, off+1, min(len(rec), q+16)-off-1)
+		// The category runs to its "=": a name of any length that is no
+		// category is UNKNOWN_CATEGORY, as a short one is.
+		eq := refCategoryEnd(rec[q:])
+		if eq == len(rec)-q || rec[q+eq] != '=' {
+			return r.refuse(receipts.MalformedRecord, off+1, q+eq-off-1)
 		}
 		cat, ok := ParseCategory(rec[q : q+eq])
 		if !ok {
@@ -409,4 +414,14 @@ func (r *refParser) ambiguous(start, end int, escaped, nonASCII bool) *Refusal {
 		return r.refuse(receipts.AmbiguousSpan, start, end-start)
 	}
 	return nil
+}
+
+// refCategoryEnd: where an owner's category name ends (seventh session: it
+// was searched for in 16 bytes).
+func refCategoryEnd(b []byte) int {
+	i := 0
+	for i < len(b) && b[i] != '=' && b[i] != ' ' && b[i] != '"' && b[i] != '@' {
+		i++
+	}
+	return i
 }
