@@ -120,7 +120,13 @@
 //     the plan to the user's intent is the seal authority's job.
 //   - Reversible tokens are checked for shape, category, namespace and
 //     consistency only; their MACs cannot be recomputed here (the namespace
-//     key lives only in vaultd while issuing).
+//     key lives only in vaultd while issuing). So a token source that wrote
+//     owner values into its tokens (pcv:aaaaaaaaaa:team:paymentsaaaaaaaaaaaa
+//     for "payments") would pass no-residual, which accepts a value wholly
+//     inside a well-formed token, and so would any encoding of a value in the
+//     20 MAC characters. That tokens carry nothing of their values is
+//     vaultd's property (keyed, random namespace; DESIGN "Tokens"), which
+//     the verifier takes on trust.
 //   - Copies of the evidence key and inputs made by protobuf and gRPC buffers
 //     on either side are not wiped; they stay in ordinary process memory
 //     until collected. Neither are the texts the verifier decodes (held in
