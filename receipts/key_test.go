@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -178,7 +179,9 @@ func TestEvidenceKeyEqualConcurrentWipe(t *testing.T) {
 					return
 				default:
 				}
-				s.mu.Lock() // what Wipe does, without wiping
+				// What Wipe does, without wiping: queue as a writer.
+				s.mu.Lock()
+				runtime.Gosched()
 				s.mu.Unlock()
 			}
 		})
