@@ -137,6 +137,7 @@ func TestSealRefusals(t *testing.T) {
 		{name: "irreversible with lease", fix: func(f *fixture) { f.Lease = "pcl:" + strings.Repeat("b", 26) }, reason: "lease"},
 		{name: "wrong policy revision", fix: func(f *fixture) { f.Policy = "privacycut-policy/0" }, reason: "policy-revision"},
 		{name: "authority without policy revision", policy: "-", reason: "policy-revision"},
+		{name: "authority and plan without policy revision", policy: "-", fix: func(f *fixture) { f.Policy = "" }, reason: "policy-revision"},
 		{name: "expired plan", fix: func(f *fixture) { f.Expires = t0.Add(-time.Second).Format(time.RFC3339) }, reason: "expired"},
 		{name: "plan expiring now", fix: func(f *fixture) { f.Expires = t0.Format(time.RFC3339) }, reason: "expired"},
 		{name: "unparsable expiry", fix: func(f *fixture) { f.Expires = "tomorrow" }, reason: "expiry"},
@@ -157,6 +158,7 @@ func TestSealRefusals(t *testing.T) {
 		{name: "plan consumer substituted", mut: func(r *egress.SealRequest) { r.Plan.Consumer.ID = "other" }, reason: "plan-digest"},
 		{name: "receipt plan digest", mut: func(r *egress.SealRequest) { r.Receipts[0].PlanDigest = "sha256:" + strings.Repeat("2", 64) }, reason: "plan-digest"},
 		{name: "verification vocabulary digest", mut: func(r *egress.SealRequest) { r.Verification.VocabularyDigest = "sha256:" + strings.Repeat("3", 64) }, reason: "vocabulary-digest"},
+		{name: "no vocabulary digest anywhere", fix: func(f *fixture) { f.Vocab = "" }, reason: "vocabulary-digest"},
 		{name: "receipt vocabulary digest", mut: func(r *egress.SealRequest) { r.Receipts[1].VocabularyDigest = "sha256:" + strings.Repeat("3", 64) }, reason: "vocabulary-digest"},
 		{name: "no receipts", mut: func(r *egress.SealRequest) { r.Receipts = nil }, reason: "receipt-chain"},
 		{name: "receipt dropped", mut: func(r *egress.SealRequest) { r.Receipts = r.Receipts[1:] }, reason: "receipt-chain"},
@@ -166,6 +168,9 @@ func TestSealRefusals(t *testing.T) {
 		{name: "receipt re-digested", mut: func(r *egress.SealRequest) { r.Receipts[0].Operations[0].Count = 2 }, reason: "receipt-chain"},
 		{name: "parent missing", mut: func(r *egress.SealRequest) { r.Receipts[1].Parents = nil }, reason: "receipt-chain"},
 		{name: "first input not the source", mut: func(r *egress.SealRequest) { r.Receipts[0].InputDigest = candDigest }, reason: "receipt-chain"},
+		// Only the first input differs: parents and the receipts digest are
+		// derived from that receipt, so only the source binding can fail.
+		{name: "first input not the source, chain consistent", fix: func(f *fixture) { f.Input = manifestDigest }, reason: "receipt-chain"},
 		{name: "inputs not linked", mut: func(r *egress.SealRequest) { r.Receipts[1].InputDigest = srcDigest }, reason: "receipt-chain"},
 		{name: "label digest differs", mut: func(r *egress.SealRequest) { r.Receipts[1].LabelDigest = candDigest }, reason: "receipt-chain"},
 		{name: "last receipt not terminal", mut: func(r *egress.SealRequest) { r.Receipts[1].Terminal = false }, reason: "terminal"},

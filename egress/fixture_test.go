@@ -41,6 +41,8 @@ type fixture struct {
 	Mode     string
 	Lease    string
 	Policy   string
+	Vocab    string // the vocabulary digest of the plan, receipts and verification
+	Input    string // the first receipt's input digest
 	Export   []byte
 }
 
@@ -52,6 +54,8 @@ func newFixture() fixture {
 		Expires:  t0.Add(time.Hour).Format(time.RFC3339),
 		Mode:     receipts.ModeIrreversible,
 		Policy:   policy,
+		Vocab:    vocabDigest,
+		Input:    srcDigest,
 		Export:   []byte(exportBytes),
 	}
 }
@@ -91,7 +95,7 @@ func (f fixture) request() (egress.SealRequest, error) {
 			Allowed:    []string{"module", "package"},
 			Prohibited: []string{"credential"},
 		},
-		VocabularyDigest: vocabDigest,
+		VocabularyDigest: f.Vocab,
 		MaxParents:       64,
 		ExpiresAt:        f.Expires,
 		PolicyRevision:   f.Policy,
@@ -100,15 +104,15 @@ func (f fixture) request() (egress.SealRequest, error) {
 	exportDigest := receipts.SHA256(f.Export)
 	r0 := receipts.TransformationReceipt{
 		Schema: receipts.SchemaTransformation, Stage: "censor", Revision: "censor/1", Index: 0,
-		InputDigest: srcDigest, OutputDigest: candDigest,
-		PlanDigest: planDigest, VocabularyDigest: vocabDigest, LabelDigest: labelDigest,
+		InputDigest: f.Input, OutputDigest: candDigest,
+		PlanDigest: planDigest, VocabularyDigest: f.Vocab, LabelDigest: labelDigest,
 		Parents:    []string{},
 		Operations: []receipts.Operation{{Op: "replace-owner", Category: "module", Count: 1}},
 	}
 	r1 := receipts.TransformationReceipt{
 		Schema: receipts.SchemaTransformation, Stage: "export", Revision: "export/1", Index: 1,
 		InputDigest: candDigest, OutputDigest: exportDigest,
-		PlanDigest: planDigest, VocabularyDigest: vocabDigest, LabelDigest: labelDigest,
+		PlanDigest: planDigest, VocabularyDigest: f.Vocab, LabelDigest: labelDigest,
 		Parents:      []string{digest(&r0)},
 		Operations:   []receipts.Operation{{Op: "drop-metadata", Category: "part", Count: 1}},
 		Terminal:     true,
@@ -128,7 +132,7 @@ func (f fixture) request() (egress.SealRequest, error) {
 			Schema: receipts.SchemaVerification, Verdict: "pass", Claims: claims,
 			Verifier: "verifier/1", Mode: f.Mode,
 			SourceDigest: srcDigest, ExportDigest: exportDigest, PlanDigest: planDigest,
-			VocabularyDigest: vocabDigest, ReceiptsDigest: digest(&r1),
+			VocabularyDigest: f.Vocab, ReceiptsDigest: digest(&r1),
 		},
 		Lease: f.Lease,
 	}, err

@@ -149,6 +149,37 @@ func vocabItems(v *Vocabulary) []string {
 	return out
 }
 
+// TestForbiddenRuneMatchesReference: for every Unicode scalar value, the
+// parser's forbiddenRune (and, below U+0080, its valueByte table) forbids
+// exactly what the reference's reading of SPEC §4 forbids. The quote and the
+// backslash are in the SPEC's list but are structure to the parser, which
+// classifies them before forbiddenRune is asked.
+func TestForbiddenRuneMatchesReference(t *testing.T) {
+	for r := rune(0); r <= 0x10ffff; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue // not a scalar value
+		}
+		want := refForbidden(r)
+		if r == '"' || r == '\\' {
+			if !want {
+				t.Errorf("reference allows %U", r)
+			}
+			if r == '"' && valueByte[r] != vbQuote || r == '\\' && valueByte[r] != vbBackslash {
+				t.Errorf("valueByte[%U] = %d", r, valueByte[r])
+			}
+			continue
+		}
+		if got := forbiddenRune(r); got != want {
+			t.Errorf("forbiddenRune(%U) = %v, reference %v", r, got, want)
+		}
+		if r < 0x80 {
+			if got := valueByte[r] == vbForbidden; got != want {
+				t.Errorf("valueByte[%U] forbidden = %v, reference %v", r, got, want)
+			}
+		}
+	}
+}
+
 // TestParseMatchesReference runs generated records, owner values equal to or
 // next to vocabulary items, and random mutations of both, through every
 // parser mode and compares with the reference.

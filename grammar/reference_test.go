@@ -366,14 +366,14 @@ func (r *refParser) value(off int) (end int, escaped, nonASCII bool, bad *Refusa
 				continue
 			}
 			return 0, false, false, r.refuse(receipts.MalformedRecord, i, min(2, len(rec)-i))
-		case c < 0x20 || c == 0x7f:
+		case c < 0x80 && refForbidden(rune(c)):
 			return 0, false, false, r.refuse(receipts.UncoveredText, i, 1)
 		case c >= 0x80:
 			ru, size := utf8.DecodeRune(rec[i:])
 			if ru == utf8.RuneError && size == 1 {
 				return 0, false, false, r.refuse(receipts.InvalidUTF8, i, 1)
 			}
-			if forbiddenRune(ru) {
+			if refForbidden(ru) {
 				return 0, false, false, r.refuse(receipts.UncoveredText, i, size)
 			}
 			nonASCII = true
@@ -425,3 +425,45 @@ func refCategoryEnd(b []byte) int {
 	}
 	return i
 }
+
+// refForbidden is the reference's own reading of SPEC §4's char rule, kept
+// apart from the parser's forbiddenRune so that the differential tests check
+// that code instead of sharing it: r may not appear in an owner value when it
+// is in refForbiddenRanges. DecodeRune never yields a surrogate or a rune
+// above U+10FFFF (it reports their encodings as RuneError of size 1, which
+// value refuses as INVALID_UTF8), so the table holds scalar values only.
+func refForbidden(r rune) bool {
+	for _, rg := range refForbiddenRanges {
+		if rg[0] <= r && r <= rg[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// refForbiddenRanges lists, inclusive, the characters SPEC §4 excludes from
+// char, as the SPEC lists them.
+var refForbiddenRanges = func() [][2]rune {
+	t := [][2]rune{
+		{0x00, 0x1f},     // C0 controls
+		{'"', '"'},       // ends the value
+		{'\\', '\\'},     // starts an escape
+		{0x7f, 0x7f},     // DEL
+		{0x80, 0x9f},     // C1 controls
+		{0x061c, 0x061c}, // bidi: ARABIC LETTER MARK
+		{0x200e, 0x200f}, // bidi: LRM, RLM
+		{0x202a, 0x202e}, // bidi: LRE, RLE, PDF, LRO, RLO
+		{0x2066, 0x2069}, // bidi: LRI, RLI, FSI, PDI
+		{0x00ad, 0x00ad}, // SOFT HYPHEN
+		{0x180e, 0x180e}, // MONGOLIAN VOWEL SEPARATOR
+		{0x200b, 0x200d}, // ZWSP, ZWNJ, ZWJ
+		{0x2060, 0x2064}, // WORD JOINER .. INVISIBLE PLUS
+		{0xfeff, 0xfeff}, // ZERO WIDTH NO-BREAK SPACE (BOM)
+		{0xfdd0, 0xfdef}, // noncharacters in Arabic Presentation Forms-A
+	}
+	// The noncharacters: the last two code points of each of the 17 planes.
+	for plane := rune(0); plane <= 0x10; plane++ {
+		t = append(t, [2]rune{plane*0x10000 + 0xfffe, plane*0x10000 + 0xffff})
+	}
+	return t
+}()

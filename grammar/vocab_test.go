@@ -30,6 +30,10 @@ func TestLoadVocabularyRefuses(t *testing.T) {
 		{"at in version", doc("GO-1", "m.example/a", "v1@0", "https://x.example/1"), ClassVersion},
 		{"citation beginning fixed=", doc("GO-1", "m.example/a", "v1.0.0", "fixed=v1"), ClassCitation},
 		{"zero width in item", doc("GO\u200b1", "m.example/a", "v1.0.0", "https://x.example/1"), ClassDiagnostic},
+		{"U+180E in item", doc("GO-1", "m.example/a\u180e", "v1.0.0", "https://x.example/1"), ClassModule},
+		{"U+FDD0 in item", doc("GO-1", "m.example/a", "v1.0.0", "https://x.example/\ufdd0"), ClassCitation},
+		{"U+FFFE in item", doc("GO-1", "m.example/a", "v1.0.0\ufffe", "https://x.example/1"), ClassVersion},
+		{"U+10FFFF in item", doc("GO-\U0010ffff", "m.example/a", "v1.0.0", "https://x.example/1"), ClassDiagnostic},
 		{"NFD item", doc("Jose\u0301", "m.example/a", "v1.0.0", "https://x.example/1"), ClassDiagnostic},
 	}
 	for _, tt := range tests {

@@ -203,6 +203,7 @@ func TestApplyUnknownEvent(t *testing.T) {
 func TestBind(t *testing.T) {
 	const notActive = receipts.LeaseNotActive
 	other := digest("sha256:", 'e')
+	otherCand := digest("hmac-sha256:", 'f')
 	tests := []struct {
 		name     string
 		in       func(t testing.TB) Lease
@@ -220,6 +221,8 @@ func TestBind(t *testing.T) {
 		{"unbound binds", mustNew, cutEvent, candDigest, exportDigest, beforeDeadline, Active, 1, true, "", nil, ""},
 		{"same binding again is a no-op", mustBound, cutEvent, candDigest, exportDigest, beforeDeadline, Active, 1, true, "", nil, ""},
 		{"other export refused", mustBound, cutEvent, candDigest, other, beforeDeadline, Active, 1, true, notActive, nil, ""},
+		{"other candidate refused", mustBound, cutEvent, otherCand, exportDigest, beforeDeadline, Active, 1, true, notActive, nil, ""},
+		{"claimed, other candidate refused", func(t testing.TB) Lease { return inState(t, Claimed) }, cutEvent, otherCand, exportDigest, beforeDeadline, Claimed, 2, true, notActive, nil, ""},
 		{"other cut event refused", mustBound, "seal:other", candDigest, exportDigest, beforeDeadline, Active, 1, true, notActive, nil, ""},
 		{"claimed, same binding no-op", func(t testing.TB) Lease { return inState(t, Claimed) }, cutEvent, candDigest, exportDigest, beforeDeadline, Claimed, 2, true, "", nil, ""},
 		{"consumed refused", func(t testing.TB) Lease { return inState(t, Consumed) }, cutEvent, candDigest, exportDigest, beforeDeadline, Consumed, 3, true, notActive, nil, ""},

@@ -306,6 +306,10 @@ func TestProseUntouchedAndUnscanned(t *testing.T) {
 		"",
 		"pcv:",
 		strings.Repeat(f.team[:30], 100),
+		// A token's length and fields with one separator not a colon: not
+		// token-shaped, so prose.
+		strings.Replace(f.mod, testNS+":", testNS+"X", 1),
+		strings.Replace(f.mod, ":module:", ":module;", 1),
 	}
 	var findings []string
 	for _, p := range prose {

@@ -200,14 +200,41 @@ func TestTokenShape(t *testing.T) {
 		{"xpcv:abcdefghij:host:" + mac, ""},
 		{"redacted:module:1", ""},
 		{"", ""},
+		// Near misses of the separators: a token's length, prefix, category
+		// and base32 fields, with one colon wrong.
+		{"pcv:abcdefghijXmodule:" + mac, ""},
+		{"pcv:abcdefghij;module:" + mac, ""},
+		{"pcv:abcdefghij:module;" + mac, ""},
+		{"pcv:abcdefghij:moduleX" + mac, ""},
+		{"pcv:abcdefghijkfile:" + mac, ""},
+		{"pcv:abcdefghij:file" + mac + ":", ""},
+		{"pcv:abcdefghij:file:" + mac[:19] + ":", ""},
+		{"pcv;abcdefghij:host:" + mac, ""},
+		{"pcv:abcdefghij:credential" + mac + "a", ""},
+		// Case and length near misses.
+		{"pcv:ABCDEFGHIJ:module:" + mac, ""},
+		{"pcv:abcdefghij:Module:" + mac, ""},
+		{"pcv:abcdefghij:module:" + strings.ToUpper(mac), ""},
+		{"pcv:abcdefghij:file:" + mac[:19], ""},
+		{"pcv:abcdefghij:credential:" + mac + "a", ""},
+		{" pcv:abcdefghij:host:" + mac, ""},
+		{"pcv:abcdefghij:host:" + mac + " ", ""},
+		{"pcv:abcdefghij:host:" + mac, "host"},
+		{"pcv:a2b3c4d5e6:package:" + mac, "package"},
 	} {
-		_, ci, ok := parseToken([]byte(c.s))
+		ns, ci, ok := parseToken([]byte(c.s))
 		got := ""
 		if ok {
 			got = categories[ci]
 		}
 		if got != c.cat {
 			t.Errorf("parseToken(%q) category = %q, want %q", c.s, got, c.cat)
+		}
+		if ok && string(ns) != c.s[len("pcv:"):len("pcv:")+10] {
+			t.Errorf("parseToken(%q) namespace = %q", c.s, ns)
+		}
+		if !ok && (ns != nil || ci != -1) {
+			t.Errorf("parseToken(%q) refused with namespace %q, category %d", c.s, ns, ci)
 		}
 		if ok && len(c.s) != TokenLen(got) {
 			t.Errorf("TokenLen(%s) = %d, token is %d bytes", got, TokenLen(got), len(c.s))

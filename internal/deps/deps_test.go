@@ -78,6 +78,69 @@ func TestImportPolicy(t *testing.T) {
 	}
 }
 
+// testsBound names the rules that bind a package's tests as well as its
+// code. The verifier's tests are its own evidence: they too must share no
+// parsing code with the censor or the grammar (the tests that compare the
+// verifier with them live in censor and may import both). The other
+// packages' tests may use anything, the generators of internal/gen above
+// all.
+var testsBound = []string{"verifier"}
+
+// TestImportPolicyOfTests applies the rules of testsBound to the test
+// binaries of those packages too: a verifier _test.go importing the grammar
+// would be reported.
+func TestImportPolicyOfTests(t *testing.T) {
+	for _, rule := range testsBound {
+		out, err := exec.Command("go", "list", "-test", "-deps", "-json=ImportPath,Deps", module+"/"+rule+"/...").Output()
+		if err != nil {
+			t.Fatalf("go list -test %s: %v", rule, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(out))
+		tests := 0
+		for dec.More() {
+			var p struct {
+				ImportPath string
+				Deps       []string
+			}
+			if err := dec.Decode(&p); err != nil {
+				t.Fatal(err)
+			}
+			rel, ok := strings.CutPrefix(basePath(p.ImportPath), module+"/")
+			if !ok {
+				continue
+			}
+			if r, _ := ruleFor(rel); r != rule {
+				continue
+			}
+			if strings.HasSuffix(p.ImportPath, ".test") {
+				tests++
+			}
+			_, allowed := ruleFor(rel)
+			for _, d := range p.Deps {
+				drel, ok := strings.CutPrefix(basePath(d), module+"/")
+				if !ok {
+					continue
+				}
+				if !permitted(drel, allowed) {
+					t.Errorf("%s depends on %s; policy for %s (tests included) allows only %v", p.ImportPath, drel, rule, allowed)
+				}
+			}
+		}
+		if tests == 0 {
+			t.Errorf("go list -test found no test binary under %s", rule)
+		}
+	}
+}
+
+// basePath is the import path of the package that go list -test names by
+// path: "p [p.test]" (p compiled with its tests), "p_test [p.test]" (its
+// external tests) and "p.test" (the test binary) are all p.
+func basePath(path string) string {
+	path, _, _ = strings.Cut(path, " [")
+	path = strings.TrimSuffix(path, ".test")
+	return strings.TrimSuffix(path, "_test")
+}
+
 func ruleFor(rel string) (string, []string) {
 	best := ""
 	for rule := range policy {
@@ -112,5 +175,16 @@ func TestPolicyBites(t *testing.T) {
 	}
 	if !permitted("receipts", allowed) {
 		t.Fatal("the verifier may import receipts")
+	}
+	for in, want := range map[string]string{
+		module + "/verifier": module + "/verifier",
+		module + "/verifier [" + module + "/verifier.test]":      module + "/verifier",
+		module + "/verifier_test [" + module + "/verifier.test]": module + "/verifier",
+		module + "/verifier.test":                                module + "/verifier",
+		module + "/grammar [" + module + "/verifier.test]":       module + "/grammar",
+	} {
+		if got := basePath(in); got != want {
+			t.Errorf("basePath(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

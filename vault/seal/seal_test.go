@@ -102,6 +102,9 @@ func TestOpenRefusesTampering(t *testing.T) {
 		{"flipped tag bit", func(r *Request) { r.Sealed[len(r.Sealed)-1] ^= 1 }, ErrAuth, receipts.MalformedRecord, -1},
 		{"changed category", func(r *Request) { r.Index[1] = 0 }, ErrAuth, receipts.MalformedRecord, -1},
 		{"renamed category", func(r *Request) { r.Categories[1] = "person" }, ErrAuth, receipts.MalformedRecord, -1},
+		// Same length: only the category's bytes in the AAD tell them apart.
+		{"renamed category, same length (team to host)", func(r *Request) { r.Categories[1] = "host" }, ErrAuth, receipts.MalformedRecord, -1},
+		{"renamed category, same length (module to person)", func(r *Request) { r.Categories[0] = "person" }, ErrAuth, receipts.MalformedRecord, -1},
 		{"swapped positions", func(r *Request) { r.Index[0], r.Index[1] = r.Index[1], r.Index[0] }, ErrAuth, receipts.MalformedRecord, -1},
 		{"moved a boundary", func(r *Request) { r.Lengths[0]--; r.Lengths[1]++ }, ErrAuth, receipts.MalformedRecord, -1},
 		{"dropped the last value", func(r *Request) {
@@ -116,6 +119,11 @@ func TestOpenRefusesTampering(t *testing.T) {
 		{"low-order ephemeral key", func(r *Request) { r.Ephemeral = [KeySize]byte{} }, ErrKey, "", -1},
 		{"category index out of range", func(r *Request) { r.Index[1] = 9 }, ErrLimit, receipts.MalformedRecord, 1},
 		{"index and lengths differ", func(r *Request) { r.Lengths = r.Lengths[:2] }, ErrLimit, receipts.MalformedRecord, -1},
+		{"an extra length", func(r *Request) { r.Lengths = append(r.Lengths, 5) }, ErrLimit, receipts.MalformedRecord, -1},
+		{"an extra length and a category", func(r *Request) {
+			r.Lengths = append(r.Lengths, 5)
+			r.Categories = append(r.Categories, "file")
+		}, ErrLimit, receipts.MalformedRecord, -1},
 		{"empty value", func(r *Request) { r.Lengths[1] = 0 }, ErrEmpty, receipts.MalformedRecord, 1},
 		{"value too long", func(r *Request) { r.Lengths[1] = MaxValueLen + 1 }, ErrLimit, receipts.LimitExceeded, 1},
 		{"empty category", func(r *Request) { r.Categories[1] = "" }, ErrLimit, receipts.LimitExceeded, -1},

@@ -495,6 +495,16 @@ func TestRehydrateRequestChecks(t *testing.T) {
 			r.EvidenceKey.Sealed[0] ^= 1
 		}, receipts.MalformedRecord, nil, "evidence_key"},
 		{"evidence key sealed to another vault", func(r *RehydrateRequest) { r.EvidenceKey.Recipient[0] ^= 1 }, "", ErrStaleKey, "evidence_key"},
+		// An honest answer padded past the limit, its digest claimed: refused
+		// for its size before anything else, the lease not claimed.
+		{"return over the limit", func(r *RehydrateRequest) {
+			big := make([]byte, rehydrate.MaxReturnBytes+1)
+			n := copy(big, ret)
+			for i := n; i < len(big); i++ {
+				big[i] = ' '
+			}
+			r.Return, r.Claim.ReturnDigest = big, receipts.SHA256(big)
+		}, receipts.LimitExceeded, nil, "return"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
