@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/privacycut/privacycut/internal/durable"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -118,7 +118,7 @@ func openJournalFile(path string) (*os.File, error) {
 		return f, err
 	}
 	dir := filepath.Dir(path)
-	if err := mkdirAllSync(dir); err != nil {
+	if err := durable.MkdirAll(dir); err != nil {
 		return nil, err
 	}
 	f, err = os.OpenFile(path, flags|os.O_CREATE|os.O_EXCL, 0o600)
@@ -128,47 +128,11 @@ func openJournalFile(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
-}
-
-// mkdirAllSync creates dir and its missing parents with mode 0700, syncing
-// each new directory entry into its parent.
-func mkdirAllSync(dir string) error {
-	fi, err := os.Stat(dir)
-	if err == nil {
-		if !fi.IsDir() {
-			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
-		}
-		return nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if parent := filepath.Dir(dir); parent != dir {
-		if err := mkdirAllSync(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return syncDir(filepath.Dir(dir))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // appendLocked locks f, writes line at its end and syncs it. Under the lock

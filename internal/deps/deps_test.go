@@ -15,18 +15,19 @@ const module = "github.com/privacycut/privacycut"
 // its sub-packages), the project packages it may depend on, directly or not.
 // A package not listed may depend on anything (commands, tests, internal/cli).
 var policy = map[string][]string{
-	"receipts":        {},
-	"grammar":         {"receipts"},
-	"censor":          {"grammar", "receipts"},
-	"verifier":        {"receipts", "verifier", "internal/bigbuf"},
-	"egress":          {"receipts"},
-	"lease":           {"receipts"},
-	"rehydrate":       {"receipts"},
-	"vault":           {"vault", "lease", "rehydrate", "receipts"},
-	"internal/gen":    {},
-	"internal/bigbuf": {},
-	"importer":        {"grammar", "receipts"},
-	"osvvocab":        {"grammar", "receipts"},
+	"receipts":         {},
+	"grammar":          {"receipts"},
+	"censor":           {"grammar", "receipts"},
+	"verifier":         {"receipts", "verifier", "internal/bigbuf"},
+	"egress":           {"receipts", "internal/durable"},
+	"lease":            {"receipts"},
+	"rehydrate":        {"receipts"},
+	"vault":            {"vault", "lease", "rehydrate", "receipts", "internal/durable"},
+	"internal/durable": {},
+	"internal/gen":     {},
+	"internal/bigbuf":  {},
+	"importer":         {"grammar", "receipts"},
+	"osvvocab":         {"grammar", "receipts"},
 }
 
 // TestImportPolicy fails when a package depends on a project package the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/privacycut/privacycut/internal/durable"
 	"github.com/privacycut/privacycut/vault/crash"
 	"golang.org/x/sys/unix"
 )
@@ -61,7 +62,7 @@ func writeDurable(dir, name string, replace bool, fill func(f *os.File) error) e
 		return err
 	}
 	crash.At(crash.KeyRenamed)
-	return syncDir(dir)
+	return durable.SyncDir(dir)
 }
 
 // writeBytes is writeDurable for public bytes (ciphertext, the pointer).
@@ -87,7 +88,7 @@ func destroyFile(dir, name string) error {
 		if rmErr := os.Remove(p); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
 			return rmErr
 		}
-		return syncDir(dir)
+		return durable.SyncDir(dir)
 	}
 	fi, err := f.Stat()
 	if err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
@@ -106,7 +107,7 @@ func destroyFile(dir, name string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return syncDir(dir)
+	return durable.SyncDir(dir)
 }
 
 // overwrite writes n random bytes from the start of f.
@@ -122,19 +123,6 @@ func overwrite(f *os.File, n int64) error {
 		off += int64(len(chunk))
 	}
 	return nil
-}
-
-// syncDir fsyncs a directory so that a rename or unlink in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // readSmall reads a regular file of at most max bytes. A larger file, or
@@ -174,7 +162,7 @@ func ensureDir(dir string) error {
 		if err := os.Chmod(dir, 0o700); err != nil { // umask may have narrowed it; never widened
 			return err
 		}
-		return syncDir(filepath.Dir(strings.TrimRight(dir, "/")))
+		return durable.SyncDir(filepath.Dir(strings.TrimRight(dir, "/")))
 	}
 	if err != nil {
 		return err
