@@ -163,6 +163,24 @@ func checkNoLeak(t *testing.T, what, out string) {
 	}
 }
 
+// checkNotEncoded checks that json.Marshal and Marshal refuse each of vs
+// and that nothing they return holds the planted key.
+func checkNotEncoded(t *testing.T, vs ...any) {
+	t.Helper()
+	for _, v := range vs {
+		out, err := json.Marshal(v)
+		if err == nil {
+			t.Errorf("json.Marshal(%T) succeeded: %s", v, out)
+		}
+		checkNoLeak(t, "json.Marshal", string(out)+fmt.Sprint(err))
+		out, err = Marshal(v)
+		if err == nil {
+			t.Errorf("Marshal(%T) succeeded: %s", v, out)
+		}
+		checkNoLeak(t, "Marshal", string(out)+fmt.Sprint(err))
+	}
+}
+
 // Equal never waits for a read lock while holding one: with writers
 // queued on the keys' locks (what Wipe does), comparing copies of one key,
 // and two keys both ways round, finishes instead of deadlocking.
@@ -260,18 +278,7 @@ func TestEvidenceKeyRedaction(t *testing.T) {
 		t.Errorf("redaction text = %q", got)
 	}
 
-	for _, v := range []any{k, *k, holder, &holder, map[string]any{"k": k}} {
-		out, err := json.Marshal(v)
-		if err == nil {
-			t.Errorf("json.Marshal(%T) succeeded: %s", v, out)
-		}
-		checkNoLeak(t, "json.Marshal", string(out)+fmt.Sprint(err))
-		out, err = Marshal(v)
-		if err == nil {
-			t.Errorf("Marshal(%T) succeeded: %s", v, out)
-		}
-		checkNoLeak(t, "Marshal", string(out)+fmt.Sprint(err))
-	}
+	checkNotEncoded(t, k, *k, holder, &holder, map[string]any{"k": k})
 	if _, err := k.MarshalText(); !errors.Is(err, ErrKeyNotSerializable) {
 		t.Errorf("MarshalText error = %v", err)
 	}

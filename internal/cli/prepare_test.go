@@ -76,17 +76,24 @@ func TestPrepareVerify(t *testing.T) {
 	}
 }
 
+// preparedBundle prepares the projection of cutEnv in process and returns
+// the environment, the projection and plan files, and the bundle's JSON.
+func preparedBundle(t *testing.T) (e *testEnv, proj, plan, bundle string) {
+	t.Helper()
+	e, proj, plan = cutEnv(t, "https://model.example/v1/answer")
+	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
+	if code != ExitOK {
+		t.Fatalf("prepare: exit %d: %s", code, errb)
+	}
+	return e, proj, plan, string(bytes.TrimSpace(out))
+}
+
 // TestVerifyMalformedBundle: a bundle that is not a strict CutBundle@1 does
 // not verify (exit 4, every claim failed, in JSON and in text), and the
 // verdict names no byte of it; an unreadable file stays an operational
 // error (exit 1).
 func TestVerifyMalformedBundle(t *testing.T) {
-	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
-	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
-	if code != ExitOK {
-		t.Fatalf("prepare: exit %d: %s", code, errb)
-	}
-	good := string(bytes.TrimSpace(out))
+	e, proj, plan, good := preparedBundle(t)
 	const marker = "TAMPER-MARKER-7d1f"
 	for name, doc := range map[string]string{
 		"unknown field":  strings.TrimSuffix(good, "}") + `,"` + marker + `":1}`,
@@ -387,12 +394,7 @@ func TestPluginBudget(t *testing.T) {
 // verification (exit 4); so does a label_digest that is not the receipts'
 // and a lease in the bundle of an irreversible plan.
 func TestVerifyReadsBundleAsWritten(t *testing.T) {
-	e, proj, plan := cutEnv(t, "https://model.example/v1/answer")
-	code, out, errb := e.run(t, "prepare", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json", proj)
-	if code != ExitOK {
-		t.Fatalf("prepare: exit %d: %s", code, errb)
-	}
-	good := string(bytes.TrimSpace(out))
+	e, proj, plan, good := preparedBundle(t)
 	verify := func(doc string) (int, receipts.Verification) {
 		t.Helper()
 		code, out, _ := e.run(t, "verify", "--vocab", e.vocab, "--plan", plan, "--source", proj, "--verifier", "inprocess",

@@ -34,20 +34,8 @@ var policy = map[string][]string{
 // policy does not allow — above all, when the verifier depends on the
 // censor or the grammar, with which it must share no parsing code.
 func TestImportPolicy(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,Deps", module+"/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(out))
 	checked := map[string]bool{}
-	for dec.More() {
-		var p struct {
-			ImportPath string
-			Deps       []string
-		}
-		if err := dec.Decode(&p); err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range listDeps(t, module+"/...") {
 		rel, ok := strings.CutPrefix(p.ImportPath, module+"/")
 		if !ok {
 			continue
@@ -92,20 +80,8 @@ var testsBound = []string{"verifier"}
 // would be reported.
 func TestImportPolicyOfTests(t *testing.T) {
 	for _, rule := range testsBound {
-		out, err := exec.Command("go", "list", "-test", "-deps", "-json=ImportPath,Deps", module+"/"+rule+"/...").Output()
-		if err != nil {
-			t.Fatalf("go list -test %s: %v", rule, err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(out))
 		tests := 0
-		for dec.More() {
-			var p struct {
-				ImportPath string
-				Deps       []string
-			}
-			if err := dec.Decode(&p); err != nil {
-				t.Fatal(err)
-			}
+		for _, p := range listDeps(t, "-test", module+"/"+rule+"/...") {
 			rel, ok := strings.CutPrefix(basePath(p.ImportPath), module+"/")
 			if !ok {
 				continue
@@ -131,6 +107,30 @@ func TestImportPolicyOfTests(t *testing.T) {
 			t.Errorf("go list -test found no test binary under %s", rule)
 		}
 	}
+}
+
+// pkgDeps is one package of go list -deps: its path and its dependencies.
+type pkgDeps struct {
+	ImportPath string
+	Deps       []string
+}
+
+// listDeps runs go list -deps with args and returns its packages.
+func listDeps(t *testing.T, args ...string) []pkgDeps {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-deps", "-json=ImportPath,Deps"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	var ps []pkgDeps
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p pkgDeps
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // basePath is the import path of the package that go list -test names by
