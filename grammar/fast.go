@@ -265,10 +265,9 @@ func (r *recParser) ownersFast(off int) int {
 		// refuse an LF as a control character.
 		vend := plainRun(rec, vstart)
 		if vend < len(rec) && rec[vend] == '"' && vend > vstart &&
-			rec[vstart] != ' ' && rec[vend-1] != ' ' && !r.v.all.mayHold(rec[vstart:vend]) && !tokenPrefixed(rec[vstart:vend]) {
+			rec[vstart] != ' ' && rec[vend-1] != ' ' && !r.v.all.mayHold(rec[vstart:vend]) {
 			// Plain ASCII is NFC, has no escape, cannot start or end with
-			// white space other than SP, and is no vocabulary item nor
-			// token-shaped.
+			// white space other than SP, and is no vocabulary item.
 		} else {
 			var escaped, composing bool
 			var bad *Refusal

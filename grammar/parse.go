@@ -730,17 +730,7 @@ func (r *recParser) ambiguous(start, end int, escaped, composing bool) *Refusal 
 	if !escaped && r.v.all.has(val) {
 		return r.refuse(receipts.AmbiguousSpan, start, end-start)
 	}
-	if tokenPrefixed(val) {
-		return r.refuse(receipts.AmbiguousSpan, start, end-start)
-	}
 	return nil
-}
-
-// tokenPrefixed reports whether a value begins as a token does (redacted:,
-// pcv:): it would read in the export as a token, or be one, as its own token
-// may equal it.
-func tokenPrefixed(val []byte) bool {
-	return bytes.HasPrefix(val, []byte("redacted:")) || bytes.HasPrefix(val, []byte("pcv:"))
 }
 
 // unescapeValue appends the decoded form of an escaped owner value to dst.

@@ -161,8 +161,6 @@ var refusalCases = []refusalCase{
 	{"no-break space padding", "ask triage.rank-by-severity owner.team=\"\u00a0" + canary + "\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 20}},
 	{"NFD value", "ask triage.rank-by-severity owner.person=\"Jose\u0301\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 43, Length: 6}},
 	{"value equals vocabulary item", "ask triage.rank-by-severity owner.module=\"golang.org/x/net\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 43, Length: 16}},
-	{"irreversible token as value", "ask triage.rank-by-severity owner.team=\"redacted:team:2\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 15}},
-	{"reversible token prefix as value", "ask triage.rank-by-severity owner.team=\"pcv:abcdefghij\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 14}},
 	{"value equals a version", "ask triage.rank-by-severity owner.file=\"v0.15.0\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 7}},
 	// INVALID_UTF8
 	{"invalid UTF-8 in value", "ask triage.rank-by-severity owner.team=\"pay\xffments\"\n", Refusal{Code: receipts.InvalidUTF8, Line: 1, Column: 44, Length: 1}},
