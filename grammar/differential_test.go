@@ -32,6 +32,7 @@ func newDiffParsers(t testing.TB) []diffParser {
 			{},
 			{Limits: Limits{MaxRecord: 200, MaxOwners: 2, MaxRefusals: 3}},
 			{Allowed: CategorySet(0).With(CategoryTeam).With(CategoryFile)},
+			{Candidate: true},
 			{Limits: Limits{MaxRecord: math.MaxInt, MaxOwners: math.MaxInt, MaxText: math.MaxInt, MaxRefusals: math.MaxInt}},
 		} {
 			out = append(out, diffParser{NewParser(v, o), rv})
@@ -191,7 +192,8 @@ func TestParseMatchesReference(t *testing.T) {
 	for _, c := range refusalCases {
 		lines = append(lines, c.text)
 	}
-	lines = append(lines, good, "ask triage.rank-by-severity owner.person=\"Zoë Ærøskøbing ĳ ǅ ȷ ʰ ˿\"\n")
+	lines = append(lines, good, "ask triage.rank-by-severity owner.person=\"Zoë Ærøskøbing ĳ ǅ ȷ ʰ ˿\"\n",
+		"ask triage.rank-by-severity owner.team=\"redacted:team:2\" owner.host=\"pcv:abcdefghij:host:abcdefghijklmnopqrst\"\n")
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, d := range newDiffParsers(t) {
 		items := vocabItems(d.p.v)

@@ -265,9 +265,11 @@ func (r *recParser) ownersFast(off int) int {
 		// refuse an LF as a control character.
 		vend := plainRun(rec, vstart)
 		if vend < len(rec) && rec[vend] == '"' && vend > vstart &&
-			rec[vstart] != ' ' && rec[vend-1] != ' ' && !r.v.all.mayHold(rec[vstart:vend]) {
+			rec[vstart] != ' ' && rec[vend-1] != ' ' && !r.v.all.mayHold(rec[vstart:vend]) &&
+			(r.p.candidate || !tokenPrefixed(rec[vstart:vend])) {
 			// Plain ASCII is NFC, has no escape, cannot start or end with
-			// white space other than SP, and is no vocabulary item.
+			// white space other than SP, and is no vocabulary item nor, in a
+			// projection, token-shaped.
 		} else {
 			var escaped, composing bool
 			var bad *Refusal

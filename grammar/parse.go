@@ -54,14 +54,20 @@ type Options struct {
 	// Allowed is the set of owner categories the plan allows; zero means
 	// DefaultAllowed. Credential is never allowed.
 	Allowed CategorySet
+	// Candidate says the text is a cut's candidate, whose owner quotes hold
+	// tokens. Otherwise (a projection to be cut, the default) an owner value
+	// that begins as a token does (redacted:, pcv:) is AMBIGUOUS_SPAN: it
+	// would read in the export as a token, and its own token may equal it.
+	Candidate bool
 }
 
 // Parser parses closed-diagnostic@1 text against one vocabulary. A Parser is
 // immutable and safe for concurrent use.
 type Parser struct {
-	v       *Vocabulary
-	lim     Limits
-	allowed CategorySet
+	v         *Vocabulary
+	lim       Limits
+	allowed   CategorySet
+	candidate bool
 }
 
 // NewParser returns a parser for texts over v.
@@ -71,7 +77,7 @@ func NewParser(v *Vocabulary, opt Options) *Parser {
 		a = DefaultAllowed
 	}
 	a &^= 1 << CategoryCredential
-	return &Parser{v: v, lim: opt.Limits.withDefaults(), allowed: a}
+	return &Parser{v: v, lim: opt.Limits.withDefaults(), allowed: a, candidate: opt.Candidate}
 }
 
 // Vocabulary returns the parser's vocabulary.
@@ -730,7 +736,16 @@ func (r *recParser) ambiguous(start, end int, escaped, composing bool) *Refusal 
 	if !escaped && r.v.all.has(val) {
 		return r.refuse(receipts.AmbiguousSpan, start, end-start)
 	}
+	if !r.p.candidate && tokenPrefixed(val) {
+		return r.refuse(receipts.AmbiguousSpan, start, end-start)
+	}
 	return nil
+}
+
+// tokenPrefixed reports whether a value begins as a token does (redacted:,
+// pcv:).
+func tokenPrefixed(val []byte) bool {
+	return bytes.HasPrefix(val, []byte("redacted:")) || bytes.HasPrefix(val, []byte("pcv:"))
 }
 
 // unescapeValue appends the decoded form of an escaped owner value to dst.

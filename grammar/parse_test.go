@@ -161,6 +161,8 @@ var refusalCases = []refusalCase{
 	{"no-break space padding", "ask triage.rank-by-severity owner.team=\"\u00a0" + canary + "\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 20}},
 	{"NFD value", "ask triage.rank-by-severity owner.person=\"Jose\u0301\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 43, Length: 6}},
 	{"value equals vocabulary item", "ask triage.rank-by-severity owner.module=\"golang.org/x/net\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 43, Length: 16}},
+	{"irreversible token as value", "ask triage.rank-by-severity owner.team=\"redacted:team:2\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 15}},
+	{"reversible token prefix as value", "ask triage.rank-by-severity owner.team=\"pcv:abcdefghij\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 14}},
 	{"value equals a version", "ask triage.rank-by-severity owner.file=\"v0.15.0\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 7}},
 	// INVALID_UTF8
 	{"invalid UTF-8 in value", "ask triage.rank-by-severity owner.team=\"pay\xffments\"\n", Refusal{Code: receipts.InvalidUTF8, Line: 1, Column: 44, Length: 1}},
@@ -291,3 +293,24 @@ func TestRefusalWhere(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidateHoldsTokens: a cut's candidate holds tokens in its owner
+// quotes and is closed-diagnostic@1 text (SPEC §6): parsed as a candidate,
+// token-shaped values are accepted; parsed as a projection, refused.
+func TestCandidateHoldsTokens(t *testing.T) {
+	text := []byte("ask triage.rank-by-severity owner.team=\"redacted:team:2\" owner.person=\"pcv:abcdefghij:person:abcdefghijklmnopqrst\"\n")
+	for _, candidate := range []bool{true, false} {
+		p := NewParser(testVocab(t), Options{Candidate: candidate})
+		for name, refs := range map[string][]Refusal{
+			"Parse":  second(p.Parse(text, nil)),
+			"Owners": third(p.Owners(text)),
+		} {
+			if candidate != (len(refs) == 0) {
+				t.Errorf("candidate %v, %s: %v", candidate, name, refs)
+			}
+		}
+	}
+}
+
+func second[A, B any](_ A, b B) B        { return b }
+func third[A, B, C any](_ A, _ B, c C) C { return c }

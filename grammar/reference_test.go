@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -408,6 +409,10 @@ func (r *refParser) ambiguous(start, end int, escaped, nonASCII bool) *Refusal {
 		if _, ok := r.v.all[string(val)]; ok {
 			return r.refuse(receipts.AmbiguousSpan, start, end-start)
 		}
+	}
+	// Seventh session: a token-shaped value in a projection (not a candidate).
+	if s := string(val); !r.p.candidate && (strings.HasPrefix(s, "pcv:") || strings.HasPrefix(s, "redacted:")) {
+		return r.refuse(receipts.AmbiguousSpan, start, end-start)
 	}
 	return nil
 }
