@@ -196,3 +196,76 @@ func TestVerifierAgreesExample(t *testing.T) {
 		}
 	}
 }
+
+// FuzzVerifierReadsVocabulary: the verifier reads every vocabulary the
+// grammar accepts as the grammar does. A projection is written from the
+// vocabulary's own items, with value as owner values; whenever the censor
+// cuts it, the verifier, given the same vocabulary bytes, passes the cut.
+// (The converse is not asserted: the verifier does not check the items
+// themselves and accepts vocabularies the grammar refuses.)
+func FuzzVerifierReadsVocabulary(f *testing.F) {
+	small := `{"schema":"Vocabulary@1","revision":"r","diagnostics":["GO-1"],"modules":{"m.example/a":["v1.0.0","v1.1.0"]},` +
+		`"statuses":["affected"],"citations":["https://x.example/1"],"questions":["q.ask"]}`
+	f.Add([]byte(small), "git.corp.example/ledger")
+	f.Add([]byte(small), "v1.1.0") // a version as an owner value: ambiguous for both
+	f.Add([]byte(small), "m.example/a")
+	f.Add([]byte(strings.ReplaceAll(small, "GO-1", "Zo\u00eb")), "Zoe\u0301")
+	f.Add([]byte(strings.ReplaceAll(small, "v1.1.0", "redacted:module:1")), "x")
+	f.Add([]byte(strings.ReplaceAll(small, `"affected"`, `"affected","fixed"`)), `a \"b\" c`)
+	f.Add([]byte(`{"schema":"Vocabulary@1","revision":"","diagnostics":["\u00e9"],"modules":{"\u00e9":["\u00e9"]},`+
+		`"statuses":["\u00e9"],"citations":["\u00e9"],"questions":["\u00e9"]}`), "e")
+	fx := newAgreeFixture(f)
+	f.Fuzz(func(t *testing.T, vb []byte, value string) {
+		if len(vb) > 4096 || len(value) > 256 {
+			return
+		}
+		v, err := grammar.LoadVocabulary(vb)
+		if err != nil {
+			return
+		}
+		var d struct {
+			Diagnostics []string            `json:"diagnostics"`
+			Modules     map[string][]string `json:"modules"`
+			Statuses    []string            `json:"statuses"`
+			Citations   []string            `json:"citations"`
+			Questions   []string            `json:"questions"`
+		}
+		if err := json.Unmarshal(vb, &d); err != nil {
+			t.Fatalf("the grammar accepted a vocabulary encoding/json refuses: %v", err)
+		}
+		var text string
+		if len(d.Diagnostics) > 0 && len(d.Statuses) > 0 {
+			for m, vers := range d.Modules {
+				if len(vers) == 0 {
+					continue
+				}
+				text += "finding " + d.Diagnostics[0] + " " + m + "@" + vers[0] + " " + d.Statuses[0]
+				if len(vers) > 1 {
+					text += " fixed=" + vers[len(vers)-1]
+				}
+				if len(d.Citations) > 0 {
+					text += " " + d.Citations[0]
+				}
+				text += " owner.module=\"" + value + "\" owner.team=\"t\"\n"
+				break
+			}
+		}
+		if len(d.Questions) > 0 {
+			text += "ask " + d.Questions[0] + " owner.person=\"" + value + "\"\n"
+		}
+		if text == "" {
+			return
+		}
+		tb, _ := json.Marshal(text)
+		src := []byte(`{"schema":"Projection@1","profile":"closed-diagnostic@1","parts":[{"kind":"block","key":"k","text":` + string(tb) +
+			`,"label":{"class":"private","weight":1,"categories":[],"subjects":[],"parents":["p"],"handling":[]},"lineage":["l"]}]}`)
+		vfx := &agreeFixture{vocab: v, vocabBytes: vb, key: fx.key}
+		out, req := vfx.cut(t, src)
+		if out == nil {
+			return
+		}
+		if res := verifier.Verify(*req); res.Verdict != "pass" {
+			t.Fatalf("censor cut under a vocabulary the grammar accepts, verifier failed %v:\n%+v", res.Failed(), res.Claims)
+		}
+	})
+}

@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -468,4 +470,125 @@ func TestPseudoVersions(t *testing.T) {
 			t.Errorf("allow %v: %d pseudo-versions left out, want %d", allow, v.Stats.VersionsPseudo, wantSkipped)
 		}
 	}
+}
+
+// FuzzModuleVersions: a module-versions file of any content either refuses
+// the build with the content-free *Error of its first line that is not
+// UTF-8, or builds a vocabulary with the same modules as without it, to
+// which it adds exactly the "v…" version items on its lines (not comments,
+// not replacements) about those modules, pseudo-versions only when allowed,
+// as many as Stats.VersionsAdded counts. The build is deterministic.
+func FuzzModuleVersions(f *testing.F) {
+	const canary = "CANARY-2b7c-ledger"
+	mv, err := os.ReadFile("testdata/modversions.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(mv, false)
+	f.Add(mv, true)
+	for _, s := range []string{
+		"golang.org/x/net v0.5.0 v0.6.0\r\n# golang.org/x/net v9.9.9\n\tgolang.org/x/text  v0.3.9\t\n",
+		"golang.org/x/net v0.0.0-20230101000000-0123456789ab v0.7.1-0.20230101000000-0123456789ab\n",
+		"golang.org/x/net v0.8.0\u00a0v0.9.0\u2028v0.10.0\n",
+		"golang.org/x/net v0.8.0 => ../net\n",
+		"golang.org/x/net v0.8.0 v0.8.0@x v0.8.0\"x v0.8.0\\x x0.8.0 v " + canary + "\n",
+		"golang.org/x/net v" + canary + "\xff\n",
+		"# " + canary + "\xff\n" + canary + " \xfe\n",
+		"stdlib v1.21.0\n" + canary + " v1.0.0\n",
+		"golang.org/x/net e\u0301v1.0.0 v1.0.0-e\u0301\n",
+		"", "\n\n", "\xff", "golang.org/x/net",
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	b := New()
+	if err := b.AddPath(dbDir); err != nil {
+		f.Fatal(err)
+	}
+	base, err := b.Build("")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var bd vocabDoc
+	if err := receipts.Unmarshal(base.JSON, &bd, receipts.Options{}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, pseudo bool) {
+		b.extra, b.extraNames, b.pseudo = nil, nil, pseudo
+		if err := b.AddModuleVersions("mv", data); err != nil {
+			t.Fatalf("AddModuleVersions: %v", err)
+		}
+		v, err := b.Build("")
+		v2, err2 := b.Build("")
+		if (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() || err == nil && !bytes.Equal(v.JSON, v2.JSON) {
+			t.Fatalf("two builds differ: %v / %v", err, err2)
+		}
+
+		// The reference: the file's lines as documented.
+		add := map[string]map[string]bool{}
+		for m := range bd.Modules {
+			add[m] = map[string]bool{}
+		}
+		bad := 0
+		for n, line := range bytes.Split(data, []byte("\n")) {
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 || line[0] == '#' {
+				continue
+			}
+			if !utf8.Valid(line) {
+				bad = n + 1
+				break
+			}
+			fields := strings.Fields(string(line))
+			if strings.Contains(string(line), "=>") || add[fields[0]] == nil {
+				continue
+			}
+			for _, ver := range fields[1:] {
+				if strings.HasPrefix(ver, "v") && validItem(grammar.ClassVersion, ver) && (pseudo || !pseudoVersion.MatchString(ver)) {
+					add[fields[0]][ver] = true
+				}
+			}
+		}
+		if bad > 0 {
+			var e *Error
+			if !errors.As(err, &e) || e.Err != nil {
+				t.Fatalf("line %d is not UTF-8: error %v", bad, err)
+			}
+			if want := "osvvocab: mv: line " + strconv.Itoa(bad) + ": invalid UTF-8"; err.Error() != want {
+				t.Fatalf("error text %q, want %q", err.Error(), want)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("build refused: %v", err)
+		}
+		var d vocabDoc
+		if err := receipts.Unmarshal(v.JSON, &d, receipts.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Modules) != len(bd.Modules) {
+			t.Fatalf("%d modules, %d without the file", len(d.Modules), len(bd.Modules))
+		}
+		added := 0
+		for m, vers := range d.Modules {
+			want := add[m]
+			if want == nil {
+				t.Fatalf("module %q added", m)
+			}
+			for _, ver := range bd.Modules[m] {
+				want[ver] = true
+			}
+			got := map[string]bool{}
+			for _, ver := range vers {
+				got[ver] = true
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("versions of %s (-want +got):\n%s", m, diff)
+			}
+			added += len(vers) - len(bd.Modules[m])
+		}
+		if added != v.Stats.VersionsAdded {
+			t.Fatalf("%d versions added, Stats says %d", added, v.Stats.VersionsAdded)
+		}
+	})
 }

@@ -6,6 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,4 +136,69 @@ func TestChunkedDigests(t *testing.T) {
 			t.Errorf("HMAC of %d bytes = %s, want %s", n, got, want)
 		}
 	}
+}
+
+// digestShape is a digest as documented, written independently of
+// ParseDigest.
+var digestShape = regexp.MustCompile(`^(sha256|hmac-sha256):[0-9a-f]{64}$`)
+
+// FuzzParseDigest: ParseDigest accepts exactly "sha256:" or "hmac-sha256:"
+// and 64 lower-case hex digits, and an accepted digest is what
+// FormatSHA256 or FormatHMAC writes for its sum. A refusal is a
+// *DigestError with code MALFORMED_RECORD, one of the fixed reasons and an
+// offset within the string, and its text is made of those two alone. Any
+// 32-byte sum, formatted, parses back to itself.
+func FuzzParseDigest(f *testing.F) {
+	const canary = "c0ffee1dcafe" // hex, but no digest
+	hex64 := "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	for _, s := range []string{
+		PrefixSHA256 + hex64, PrefixHMAC + hex64, "", hex64, "sha256:", "hmac-sha256:", "SHA256:" + hex64,
+		"sha512:" + hex64, "sha256:" + hex64[:63], "sha256:" + hex64 + "0", "sha256:" + strings.ToUpper(hex64),
+		"sha256: " + hex64[1:], "sha256:" + hex64[:52] + canary, "sha256:" + canary + "-" + canary,
+		"hmac-sha256:" + hex64[:40] + "\xff" + canary, "sha256:" + hex64 + "\n",
+	} {
+		f.Add(s, make([]byte, 32))
+	}
+	f.Add(PrefixSHA256+hex64, bytes.Repeat([]byte{0xff}, 32))
+	reasons := []string{"unknown digest algorithm", "digest is not lower-case hex", "digest is not 64 hex digits"}
+	f.Fuzz(func(t *testing.T, s string, sum []byte) {
+		if len(sum) == 32 {
+			for _, d := range []string{FormatSHA256(sum), FormatHMAC(sum)} {
+				if _, g, err := ParseDigest(d); err != nil || !bytes.Equal(g[:], sum) {
+					t.Fatalf("%s parses as %x, %v", d, g, err)
+				}
+			}
+		}
+		alg, got, err := ParseDigest(s)
+		if (err == nil) != digestShape.MatchString(s) {
+			t.Fatalf("ParseDigest(%q) error %v, shape says %v", s, err, digestShape.MatchString(s))
+		}
+		if err != nil {
+			var de *DigestError
+			if !errors.As(err, &de) || de.Code != MalformedRecord || !slices.Contains(reasons, de.Reason) ||
+				de.Offset < 0 || de.Offset > len(s) {
+				t.Fatalf("ParseDigest(%q) error %#v", s, err)
+			}
+			if alg != "" || got != [32]byte{} {
+				t.Fatalf("refused digest gave %q %x", alg, got)
+			}
+			// The text is made of the fixed reason and the offset only.
+			if msg := err.Error(); msg != "receipts: digest: "+de.Reason+" at byte "+strconv.Itoa(de.Offset) {
+				t.Fatalf("error text %q", msg)
+			}
+			return
+		}
+		var back string
+		switch alg {
+		case PrefixSHA256:
+			back = FormatSHA256(got[:])
+		case PrefixHMAC:
+			back = FormatHMAC(got[:])
+		default:
+			t.Fatalf("algorithm %q", alg)
+		}
+		if back != s {
+			t.Fatalf("ParseDigest(%q) formats back as %q", s, back)
+		}
+	})
 }

@@ -772,6 +772,12 @@ func readPointer(dir string) (uint64, bool) {
 	if err != nil {
 		return 0, false
 	}
+	return parsePointer(b)
+}
+
+// parsePointer parses the content of the current pointer: what
+// writePointer writes, the epoch and LF.
+func parsePointer(b []byte) (uint64, bool) {
 	s, ok := strings.CutSuffix(string(b), "\n")
 	if !ok {
 		return 0, false
