@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -118,10 +117,10 @@ func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verifica
 
 	// The host hashes the export (64 MiB: some 40 ms) while the plugin
 	// works, not after it has answered.
-	expected := make(chan answerOf, 1)
-	go func() { expected <- expect(req) }()
-	wait := sync.OnceValue(func() answerOf { return <-expected })
-	defer wait() // nothing reads req's buffers after Verify returns
+	var expected answerOf
+	hashed := make(chan struct{})
+	go func() { expected = expect(req); close(hashed) }()
+	defer func() { <-hashed }() // nothing reads req's buffers after Verify returns
 
 	// go-plugin dials with a 2 GiB receive limit; an answer is a few KiB.
 	stream, err := g.c.Verify(ctx, grpc.MaxCallRecvMsgSize(maxAnswerBytes))
@@ -156,7 +155,8 @@ func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verifica
 	if err != nil {
 		return v, err
 	}
-	if err := describes(v, wait()); err != nil {
+	<-hashed
+	if err := describes(v, expected); err != nil {
 		return receipts.Verification{}, err
 	}
 	return v, nil
