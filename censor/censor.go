@@ -161,6 +161,14 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	// Parse everything, collecting owner spans and distinct pairs.
 	parser := grammar.NewParser(in.Vocabulary, grammar.Options{Limits: in.Limits, Allowed: allowed})
 	var pairs []Pair
+	// The decoded values are copies made for the token source, which has
+	// sealed or dropped them when Cut returns: they are cleared then, on
+	// every path.
+	defer func() {
+		for i := range pairs {
+			clear(pairs[i].Value)
+		}
+	}()
 	index := newValueIndex()
 	res, owners := grammar.CheckOwners(in.Doc, parser, plan.MaxParents)
 	total := 0
@@ -237,14 +245,7 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 		exp = tm.fill(refs, is.tokens, in.Buffer)
 	}
 	out.Export = exp.buf
-	r := escapedResidual(in.Doc, refs, pairs, out.Export)
-	// The decoded values have been issued tokens and searched for: they
-	// are cleared (they were copied out of the source to be handed to the
-	// token source, which has sealed or dropped them by now).
-	for i := range pairs {
-		clear(pairs[i].Value)
-	}
-	if r != nil {
+	if r := escapedResidual(in.Doc, refs, pairs, out.Export); r != nil {
 		return nil, &RefusedError{Refusals: []grammar.Refusal{*r}}
 	}
 	// The export's plain digest and the candidate's keyed one, on two CPUs.
