@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
@@ -67,8 +68,8 @@ func (f *agreeFixture) cut(t testing.TB, source []byte) (*censor.Output, *verifi
 	if err != nil || !reflect.DeepEqual(out, viaTemplate) {
 		t.Fatalf("the one-pass and the template exports differ (err %v):\n%s\n%s", err, out.Export, viaTemplate.Export)
 	}
-	pb, _ := receipts.Marshal(plan)
-	rb, _ := receipts.Marshal(out.Receipts)
+	pb, _ := canon.Marshal(plan)
+	rb, _ := canon.Marshal(out.Receipts)
 	return out, &verifier.Request{Source: source, Export: out.Export, ExportDigest: out.ExportDigest,
 		Plan: pb, Vocabulary: f.vocabBytes, Receipts: rb, EvidenceKey: f.key, Now: agreeNow}
 }
@@ -137,7 +138,7 @@ func rebind(t testing.TB, f *agreeFixture, req *verifier.Request, out *censor.Ou
 	rs[0].OutputDigest = cd
 	d0, _ := rs[0].Digest()
 	rs[1].InputDigest, rs[1].OutputDigest, rs[1].ExportDigest, rs[1].Parents = cd, r.ExportDigest, r.ExportDigest, []string{d0}
-	r.Receipts, _ = receipts.Marshal(rs)
+	r.Receipts, _ = canon.Marshal(rs)
 	return &r
 }
 

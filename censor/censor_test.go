@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
@@ -85,12 +86,12 @@ func TestCutExample(t *testing.T) {
 	k := testKey(t, 1)
 	out := cut(t, d, v, k)
 
-	canon, err := receipts.Canonicalize(out.Export)
+	canonical, err := canon.Canonicalize(out.Export)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(canon, out.Export) {
-		t.Fatalf("export is not canonical:\n%s\n%s", out.Export, canon)
+	if !bytes.Equal(canonical, out.Export) {
+		t.Fatalf("export is not canonical:\n%s\n%s", out.Export, canonical)
 	}
 	if out.ExportDigest != receipts.SHA256(out.Export) {
 		t.Fatal("export digest")
@@ -102,7 +103,7 @@ func TestCutExample(t *testing.T) {
 			Text string `json:"text"`
 		} `json:"parts"`
 	}
-	if err := receipts.Unmarshal(out.Export, &exp, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(out.Export, &exp, canon.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	want := `ask triage.explain-reachability owner.function="redacted:function:1"` + "\n"
@@ -163,10 +164,10 @@ func TestDeterminism(t *testing.T) {
 	// Reformat the projection: compact, keys in another order.
 	raw, _ := os.ReadFile("../examples/projection.json")
 	var tree any
-	if err := receipts.Unmarshal(raw, &tree, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(raw, &tree, canon.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	compact, err := receipts.Marshal(tree) // canonical: keys sorted, no white space
+	compact, err := canon.Marshal(tree) // canonical: keys sorted, no white space
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +400,7 @@ func TestTokenSource(t *testing.T) {
 func TestEscaping(t *testing.T) {
 	for _, s := range []string{"plain", "a\"b\\c\nd\te\x01\x1f", "é ü 決済", "\u2028<>&"} {
 		got := appendString(nil, []byte(s))
-		want, err := receipts.Canonicalize(got)
+		want, err := canon.Canonicalize(got)
 		if err != nil {
 			t.Fatal(err)
 		}

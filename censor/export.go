@@ -3,6 +3,7 @@ package censor
 import (
 	"hash"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
@@ -10,7 +11,7 @@ import (
 // The export and the candidate are written directly in RFC 8785 canonical
 // form: members in sorted order ("parts" < "profile"; "key" < "kind" <
 // "text"; "parts" < "schema") and strings with the minimal escapes. Tests
-// check the bytes against receipts.Canonicalize.
+// check the bytes against canon.Canonicalize.
 
 // exportWriter accumulates the export while remembering where each part's
 // escaped text lies in it, so the candidate digest can be computed over the
@@ -170,7 +171,7 @@ func hexString(b []byte) string {
 }
 
 // appendEscaped appends b with RFC 8785 string escapes, without quotes.
-func appendEscaped(dst, b []byte) []byte { return receipts.AppendStringBody(dst, b) }
+func appendEscaped(dst, b []byte) []byte { return canon.AppendStringBody(dst, b) }
 
 // appendString appends b as a canonical JSON string, with quotes.
 func appendString(dst, b []byte) []byte {

@@ -3,6 +3,7 @@ package censor
 import (
 	"bytes"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
@@ -32,7 +33,7 @@ func escapedResidual(doc *grammar.Document, refs []ownerRef, pairs []Pair, expor
 		first[r.pair] = r
 		d := pairs[r.pair].Value
 		ac.add(d, r.pair)
-		ac.add(receipts.AppendStringBody(nil, d), r.pair)
+		ac.add(canon.AppendStringBody(nil, d), r.pair)
 	}
 	if len(first) == 0 {
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -144,7 +145,7 @@ var vocabReasons = []string{"schema is not " + VocabularySchema, "empty", "longe
 	`contains "@"`, `begins with "fixed="`}
 
 // FuzzLoadVocabulary: LoadVocabulary never panics and is deterministic. A
-// refusal is a *VocabularyError (wrapping a *receipts.SyntaxError for a
+// refusal is a *VocabularyError (wrapping a *canon.SyntaxError for a
 // document that is not strict JSON, else with one of the fixed reasons)
 // that quotes no piece of the document.
 // An accepted vocabulary's digest is S(canonical form), unchanged when the
@@ -193,9 +194,9 @@ func FuzzLoadVocabulary(f *testing.F) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("error %T is not a *VocabularyError: %v", err, err)
 			}
-			var se *receipts.SyntaxError
+			var se *canon.SyntaxError
 			if ve.Err != nil && !errors.As(ve.Err, &se) {
-				t.Fatalf("wrapped error %T is not a *receipts.SyntaxError", ve.Err)
+				t.Fatalf("wrapped error %T is not a *canon.SyntaxError", ve.Err)
 			}
 			if ve.Err == nil && !slices.Contains(vocabReasons, strings.TrimPrefix(ve.Reason, "version ")) {
 				t.Fatalf("reason %q is not one of the fixed reasons", ve.Reason)
@@ -212,18 +213,18 @@ func FuzzLoadVocabulary(f *testing.F) {
 			return
 		}
 
-		canon, err := receipts.Canonicalize(data)
+		canonical, err := canon.Canonicalize(data)
 		if err != nil {
 			t.Fatalf("accepted a document Canonicalize refuses: %v", err)
 		}
-		if v.Digest() != receipts.SHA256(canon) {
+		if v.Digest() != receipts.SHA256(canonical) {
 			t.Fatalf("digest %s is not S(canonical form)", v.Digest())
 		}
 		var indented bytes.Buffer
-		if err := json.Indent(&indented, canon, "", "\t"); err != nil {
+		if err := json.Indent(&indented, canonical, "", "\t"); err != nil {
 			t.Fatalf("canonical form does not indent: %v", err)
 		}
-		for _, re := range [][]byte{canon, indented.Bytes()} {
+		for _, re := range [][]byte{canonical, indented.Bytes()} {
 			rv, err := LoadVocabulary(re)
 			if err != nil {
 				t.Fatalf("reformatted document refused: %v", err)
@@ -234,7 +235,7 @@ func FuzzLoadVocabulary(f *testing.F) {
 		}
 
 		var d vocabDoc
-		if err := receipts.Unmarshal(data, &d, receipts.Options{MaxBytes: MaxVocabularyBytes}); err != nil {
+		if err := canon.Unmarshal(data, &d, canon.Options{MaxBytes: MaxVocabularyBytes}); err != nil {
 			t.Fatalf("accepted a document Unmarshal refuses: %v", err)
 		}
 		if d.Revision != v.Revision() {

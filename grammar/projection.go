@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -66,7 +67,7 @@ type LoadOptions struct {
 	MaxText  int   // bytes of one part's text, default 256 MiB
 
 	// Buffer, when set, supplies the memory a large document's decoded
-	// strings (the parts' texts) are kept in (receipts.Options.Buffer): the
+	// strings (the parts' texts) are kept in (canon.Options.Buffer): the
 	// Document shares it, and the caller decides how long it lives.
 	Buffer func(n int) []byte
 }
@@ -75,7 +76,7 @@ type LoadOptions struct {
 // its canonical form (and so its digests) is derived.
 type Document struct {
 	Projection
-	tree *receipts.Value
+	tree *canon.Value
 }
 
 // Canonical returns the RFC 8785 canonical form of the document: reordering
@@ -97,7 +98,7 @@ func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
 	if opt.MaxText <= 0 {
 		opt.MaxText = DefaultMaxText
 	}
-	tree, err := receipts.Parse(data, receipts.Options{MaxBytes: opt.MaxBytes, Buffer: opt.Buffer})
+	tree, err := canon.Parse(data, canon.Options{MaxBytes: opt.MaxBytes, Buffer: opt.Buffer})
 	if err != nil {
 		return nil, []Refusal{documentRefusal(data, err)}
 	}
@@ -157,9 +158,9 @@ func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
 }
 
 func documentRefusal(data []byte, err error) Refusal {
-	var se *receipts.SyntaxError
+	var se *canon.SyntaxError
 	if errors.As(err, &se) {
-		r := Refusal{Code: se.Code, Part: -1, Line: se.Line, Column: se.Column, Length: se.Length, Offset: se.Offset}
+		r := Refusal{Code: receipts.Code(se.Class), Part: -1, Line: se.Line, Column: se.Column, Length: se.Length, Offset: se.Offset}
 		if r.Line == 0 {
 			r.Line, r.Column = position(data, se.Offset)
 		}
@@ -169,8 +170,8 @@ func documentRefusal(data []byte, err error) Refusal {
 }
 
 // member returns the value of the top-level member key, or nil.
-func member(v *receipts.Value, key string) *receipts.Value {
-	if v == nil || v.Kind != receipts.Object {
+func member(v *canon.Value, key string) *canon.Value {
+	if v == nil || v.Kind != canon.Object {
 		return nil
 	}
 	for i := range v.Members {

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -59,7 +60,7 @@ type VocabularyError struct {
 	Class  Class
 	Index  int // index within the class (modules: sorted order)
 	Reason string
-	Err    error // a *receipts.SyntaxError for a document that is not strict JSON
+	Err    error // a *canon.SyntaxError for a document that is not strict JSON
 }
 
 func (e *VocabularyError) Error() string {
@@ -82,7 +83,7 @@ func (e *VocabularyError) Unwrap() error { return e.Err }
 // an item. Module paths and versions must not contain "@"; citations must not
 // begin with "fixed=". Duplicate items are allowed and collapse.
 func LoadVocabulary(data []byte) (*Vocabulary, error) {
-	tree, err := receipts.Parse(data, receipts.Options{MaxBytes: MaxVocabularyBytes})
+	tree, err := canon.Parse(data, canon.Options{MaxBytes: MaxVocabularyBytes})
 	if err != nil {
 		return nil, &VocabularyError{Err: err}
 	}
@@ -94,11 +95,11 @@ func LoadVocabulary(data []byte) (*Vocabulary, error) {
 		return nil, &VocabularyError{Reason: "schema is not " + VocabularySchema}
 	}
 	v := &Vocabulary{revision: doc.Revision}
-	canon, err := tree.Canonical()
+	canonical, err := tree.Canonical()
 	if err != nil {
 		return nil, &VocabularyError{Err: err}
 	}
-	v.digest = receipts.SHA256(canon)
+	v.digest = receipts.SHA256(canonical)
 
 	var all [][]byte
 	build := func(class Class, items []string, check func(string) string) (*strset, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/importer"
@@ -346,7 +347,7 @@ func TestCensorRoundTripNoLeak(t *testing.T) {
 					Text string `json:"text"`
 				} `json:"parts"`
 			}
-			if err := receipts.Unmarshal(out.Export, &export, receipts.Options{}); err != nil {
+			if err := canon.Unmarshal(out.Export, &export, canon.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			var publicOut []spanText

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
@@ -69,10 +70,10 @@ func splitStream(data []byte, format string) ([]span, *InputError) {
 }
 
 // parseStream parses the messages strictly, in one pass: they are copied
-// into one JSON array, which receipts.Parse reads, and refusals are mapped
+// into one JSON array, which canon.Parse reads, and refusals are mapped
 // back to the stream. It returns the messages and where each starts in the
 // array.
-func (d *doc) parseStream(spans []span) ([]receipts.Value, []int) {
+func (d *doc) parseStream(spans []span) ([]canon.Value, []int) {
 	n := len(spans) + 1
 	for _, sp := range spans {
 		if sp.end-sp.start > MaxMessageBytes {
@@ -94,12 +95,12 @@ func (d *doc) parseStream(spans []span) ([]receipts.Value, []int) {
 	}
 	arr = append(arr, ']')
 	// One level more than a message may nest: the array.
-	tree, err := receipts.Parse(arr, receipts.Options{MaxBytes: int64(len(arr)), MaxDepth: receipts.DefaultMaxDepth + 1})
+	tree, err := canon.Parse(arr, canon.Options{MaxBytes: int64(len(arr)), MaxDepth: canon.DefaultMaxDepth + 1})
 	if err != nil {
 		off, code, reason := 0, receipts.MalformedRecord, "not strict JSON"
-		var se *receipts.SyntaxError
+		var se *canon.SyntaxError
 		if errors.As(err, &se) {
-			off, code, reason = se.Offset, se.Code, se.Reason
+			off, code, reason = se.Offset, receipts.Code(se.Class), se.Reason
 		}
 		i := sort.Search(len(starts), func(i int) bool { return starts[i] > off }) - 1
 		i = max(i, 0)
@@ -184,7 +185,7 @@ func Govulncheck(stream []byte, v *grammar.Vocabulary, opt Options) (*Result, er
 		}
 		kind := string(m.Members[0].Key)
 		body := &m.Members[0].Value
-		if body.Kind != receipts.Object {
+		if body.Kind != canon.Object {
 			d.fail(body, kind, "expected object")
 			return nil, d.err
 		}
@@ -305,7 +306,7 @@ var scanLevels = map[string]bool{"": true, "module": true, "package": true, "sym
 var scanModes = map[string]bool{"": true, "source": true, "binary": true, "query": true, "convert": true, "extract": true}
 
 // config checks the config message and returns its scan level.
-func (d *doc) config(c *receipts.Value) string {
+func (d *doc) config(c *canon.Value) string {
 	p := root.field("config")
 	pv := d.str(c, p, "protocol_version")
 	if d.err == nil && !(strings.HasPrefix(pv, "v0.") || strings.HasPrefix(pv, "v1.")) {
@@ -326,7 +327,7 @@ func (d *doc) config(c *receipts.Value) string {
 }
 
 // finding decodes a finding message.
-func (d *doc) finding(f *receipts.Value) (gvFinding, bool) {
+func (d *doc) finding(f *canon.Value) (gvFinding, bool) {
 	p := root.field("finding")
 	out := gvFinding{osv: d.str(f, p, "osv"), fixed: d.str(f, p, "fixed_version")}
 	if d.err == nil && out.osv == "" {

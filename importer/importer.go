@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
@@ -329,13 +330,13 @@ type projLabel struct {
 // encode writes the canonical form, indented: the same input always gives
 // the same bytes.
 func (d *projDoc) encode() ([]byte, error) {
-	canon, err := receipts.Marshal(d)
+	canonical, err := canon.Marshal(d)
 	if err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
-	out.Grow(len(canon) + len(canon)/8)
-	if err := json.Indent(&out, canon, "", "  "); err != nil {
+	out.Grow(len(canonical) + len(canonical)/8)
+	if err := json.Indent(&out, canonical, "", "  "); err != nil {
 		return nil, err
 	}
 	out.WriteByte('\n')

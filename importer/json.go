@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -26,13 +27,13 @@ type doc struct {
 }
 
 // parseDoc strictly parses data[from:to] as one JSON document.
-func (d *doc) parse(from, to int) *receipts.Value {
+func (d *doc) parse(from, to int) *canon.Value {
 	d.base = from
-	tree, err := receipts.Parse(d.data[from:to], receipts.Options{MaxBytes: MaxMessageBytes})
+	tree, err := canon.Parse(d.data[from:to], canon.Options{MaxBytes: MaxMessageBytes})
 	if err != nil {
-		var se *receipts.SyntaxError
+		var se *canon.SyntaxError
 		if errors.As(err, &se) {
-			d.errAt(from+se.Offset, se.Code, "", se.Reason)
+			d.errAt(from+se.Offset, receipts.Code(se.Class), "", se.Reason)
 		} else {
 			d.errAt(from, receipts.MalformedRecord, "", "not strict JSON")
 		}
@@ -51,7 +52,7 @@ func (d *doc) errAt(off int, code receipts.Code, path, reason string) {
 }
 
 // fail records a malformed value v at path.
-func (d *doc) fail(v *receipts.Value, path, reason string) {
+func (d *doc) fail(v *canon.Value, path, reason string) {
 	d.errAt(d.base+v.Off, receipts.MalformedRecord, path, reason)
 }
 
@@ -62,8 +63,8 @@ func lineCol(data []byte, off int) (line, col int) {
 	return line, col
 }
 
-func member(v *receipts.Value, key string) *receipts.Value {
-	if v == nil || v.Kind != receipts.Object {
+func member(v *canon.Value, key string) *canon.Value {
+	if v == nil || v.Kind != canon.Object {
 		return nil
 	}
 	for i := range v.Members {
@@ -109,7 +110,7 @@ func (p *jpath) String() string {
 }
 
 // failAt records a malformed value v at p (or at p.key when key is set).
-func (d *doc) failAt(v *receipts.Value, p *jpath, key, reason string) {
+func (d *doc) failAt(v *canon.Value, p *jpath, key, reason string) {
 	if d.err != nil {
 		return
 	}
@@ -120,12 +121,12 @@ func (d *doc) failAt(v *receipts.Value, p *jpath, key, reason string) {
 }
 
 // str returns member key of o (at p) as a string; absent or null is "".
-func (d *doc) str(o *receipts.Value, p *jpath, key string) string {
+func (d *doc) str(o *canon.Value, p *jpath, key string) string {
 	v := member(o, key)
-	if v == nil || v.Kind == receipts.Null {
+	if v == nil || v.Kind == canon.Null {
 		return ""
 	}
-	if v.Kind != receipts.String {
+	if v.Kind != canon.String {
 		d.failAt(v, p, key, "expected string")
 		return ""
 	}
@@ -133,12 +134,12 @@ func (d *doc) str(o *receipts.Value, p *jpath, key string) string {
 }
 
 // boolean returns member key of o; absent or null is false.
-func (d *doc) boolean(o *receipts.Value, p *jpath, key string) bool {
+func (d *doc) boolean(o *canon.Value, p *jpath, key string) bool {
 	v := member(o, key)
-	if v == nil || v.Kind == receipts.Null {
+	if v == nil || v.Kind == canon.Null {
 		return false
 	}
-	if v.Kind != receipts.Bool {
+	if v.Kind != canon.Bool {
 		d.failAt(v, p, key, "expected boolean")
 		return false
 	}
@@ -146,19 +147,19 @@ func (d *doc) boolean(o *receipts.Value, p *jpath, key string) bool {
 }
 
 // number type-checks member key of o as a JSON number.
-func (d *doc) number(o *receipts.Value, p *jpath, key string) {
-	if v := member(o, key); v != nil && v.Kind != receipts.Null && v.Kind != receipts.Number {
+func (d *doc) number(o *canon.Value, p *jpath, key string) {
+	if v := member(o, key); v != nil && v.Kind != canon.Null && v.Kind != canon.Number {
 		d.failAt(v, p, key, "expected number")
 	}
 }
 
 // arr returns the elements of member key of o; absent or null is empty.
-func (d *doc) arr(o *receipts.Value, p *jpath, key string) []receipts.Value {
+func (d *doc) arr(o *canon.Value, p *jpath, key string) []canon.Value {
 	v := member(o, key)
-	if v == nil || v.Kind == receipts.Null {
+	if v == nil || v.Kind == canon.Null {
 		return nil
 	}
-	if v.Kind != receipts.Array {
+	if v.Kind != canon.Array {
 		d.failAt(v, p, key, "expected array")
 		return nil
 	}
@@ -166,12 +167,12 @@ func (d *doc) arr(o *receipts.Value, p *jpath, key string) []receipts.Value {
 }
 
 // obj returns member key of o when it is an object; absent or null is nil.
-func (d *doc) obj(o *receipts.Value, p *jpath, key string) *receipts.Value {
+func (d *doc) obj(o *canon.Value, p *jpath, key string) *canon.Value {
 	v := member(o, key)
-	if v == nil || v.Kind == receipts.Null {
+	if v == nil || v.Kind == canon.Null {
 		return nil
 	}
-	if v.Kind != receipts.Object {
+	if v.Kind != canon.Object {
 		d.failAt(v, p, key, "expected object")
 		return nil
 	}
@@ -180,11 +181,11 @@ func (d *doc) obj(o *receipts.Value, p *jpath, key string) *receipts.Value {
 
 // objects returns the elements of array member key, each of which must be
 // an object.
-func (d *doc) objects(o *receipts.Value, p *jpath, key string) []*receipts.Value {
+func (d *doc) objects(o *canon.Value, p *jpath, key string) []*canon.Value {
 	elems := d.arr(o, p, key)
-	out := make([]*receipts.Value, 0, len(elems))
+	out := make([]*canon.Value, 0, len(elems))
 	for i := range elems {
-		if elems[i].Kind != receipts.Object {
+		if elems[i].Kind != canon.Object {
 			d.failAt(&elems[i], p.field(key).elem(i), "", "expected object")
 			return nil
 		}
@@ -193,11 +194,11 @@ func (d *doc) objects(o *receipts.Value, p *jpath, key string) []*receipts.Value
 	return out
 }
 
-func (d *doc) strings(o *receipts.Value, p *jpath, key string) []string {
+func (d *doc) strings(o *canon.Value, p *jpath, key string) []string {
 	elems := d.arr(o, p, key)
 	out := make([]string, 0, len(elems))
 	for i := range elems {
-		if elems[i].Kind != receipts.String {
+		if elems[i].Kind != canon.String {
 			d.failAt(&elems[i], p.field(key).elem(i), "", "expected string")
 			return nil
 		}
@@ -222,7 +223,7 @@ type osvAffected struct {
 type osvEvent struct{ introduced, fixed, lastAffected string }
 
 // entry decodes the used fields of an OSV entry at p.
-func (d *doc) entry(e *receipts.Value, p *jpath) *osvEntry {
+func (d *doc) entry(e *canon.Value, p *jpath) *osvEntry {
 	out := &osvEntry{id: d.str(e, p, "id")}
 	if d.err == nil && out.id == "" {
 		d.failAt(e, p, "id", "missing")

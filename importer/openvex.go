@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
@@ -26,7 +27,7 @@ func OpenVEX(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	if top.Kind != receipts.Object {
+	if top.Kind != canon.Object {
 		d.fail(top, "", "expected object")
 		return nil, d.err
 	}
@@ -34,7 +35,7 @@ func OpenVEX(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error) {
 	if d.err == nil && !strings.HasPrefix(ctx, "https://openvex.dev/ns") {
 		d.fail(top, "@context", "not an OpenVEX document")
 	}
-	if m := member(top, "statements"); d.err == nil && (m == nil || m.Kind != receipts.Array) {
+	if m := member(top, "statements"); d.err == nil && (m == nil || m.Kind != canon.Array) {
 		d.fail(top, "statements", "missing or not an array")
 	}
 	stmts := d.objects(top, root, "statements")

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
@@ -24,11 +25,11 @@ func OSVScanner(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error
 	if d.err != nil {
 		return nil, d.err
 	}
-	if top.Kind != receipts.Object {
+	if top.Kind != canon.Object {
 		d.fail(top, "", "expected object")
 		return nil, d.err
 	}
-	if m := member(top, "results"); m == nil || m.Kind != receipts.Array {
+	if m := member(top, "results"); m == nil || m.Kind != canon.Array {
 		d.fail(top, "results", "missing or not an array")
 		return nil, d.err
 	}
@@ -79,7 +80,7 @@ func OSVScanner(data []byte, v *grammar.Vocabulary, opt Options) (*Result, error
 					ap := gp.field("experimentalAnalysis")
 					for mi := range an.Members {
 						m := &an.Members[mi]
-						if m.Value.Kind != receipts.Object {
+						if m.Value.Kind != canon.Object {
 							d.failAt(&m.Value, ap, "", "expected object")
 							break
 						}

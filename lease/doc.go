@@ -52,7 +52,7 @@
 // # Format
 //
 // A lease is stored as JSON through encoding/json (the vault should read it
-// back through the strict decoder, receipts.Unmarshal, and then call Check).
+// back through the strict decoder, canon.Unmarshal, and then call Check).
 // Times are RFC 3339 in UTC; state is its wire name. A consumed lease whose
 // key has been destroyed:
 //

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
-	"github.com/privacycut/privacycut/receipts"
 )
 
 // entry is what a vocabulary needs of one OSV entry.
@@ -23,7 +23,7 @@ type affected struct {
 }
 
 // member returns the value of member key of object v, or nil when absent.
-func member(v *receipts.Value, key string) *receipts.Value {
+func member(v *canon.Value, key string) *canon.Value {
 	for i := range v.Members {
 		if string(v.Members[i].Key) == key {
 			return &v.Members[i].Value
@@ -44,12 +44,12 @@ func (d *decoder) fail(path, want string) {
 }
 
 // str returns member key of o as a string; absent or null is "".
-func (d *decoder) str(o *receipts.Value, key, path string) string {
+func (d *decoder) str(o *canon.Value, key, path string) string {
 	v := member(o, key)
-	if v == nil || v.Kind == receipts.Null {
+	if v == nil || v.Kind == canon.Null {
 		return ""
 	}
-	if v.Kind != receipts.String {
+	if v.Kind != canon.String {
 		d.fail(path, "string")
 		return ""
 	}
@@ -57,12 +57,12 @@ func (d *decoder) str(o *receipts.Value, key, path string) string {
 }
 
 // arr returns the elements of member key of o; absent or null is empty.
-func (d *decoder) arr(o *receipts.Value, key, path string) []receipts.Value {
+func (d *decoder) arr(o *canon.Value, key, path string) []canon.Value {
 	v := member(o, key)
-	if v == nil || v.Kind == receipts.Null {
+	if v == nil || v.Kind == canon.Null {
 		return nil
 	}
-	if v.Kind != receipts.Array {
+	if v.Kind != canon.Array {
 		d.fail(path, "array")
 		return nil
 	}
@@ -70,22 +70,22 @@ func (d *decoder) arr(o *receipts.Value, key, path string) []receipts.Value {
 }
 
 // obj returns member key of o when it is an object; absent or null is nil.
-func (d *decoder) obj(o *receipts.Value, key, path string) *receipts.Value {
+func (d *decoder) obj(o *canon.Value, key, path string) *canon.Value {
 	v := member(o, key)
-	if v == nil || v.Kind == receipts.Null {
+	if v == nil || v.Kind == canon.Null {
 		return nil
 	}
-	if v.Kind != receipts.Object {
+	if v.Kind != canon.Object {
 		d.fail(path, "object")
 		return nil
 	}
 	return v
 }
 
-func (d *decoder) strings(o *receipts.Value, key, path string) []string {
+func (d *decoder) strings(o *canon.Value, key, path string) []string {
 	var out []string
 	for i, e := range d.arr(o, key, path) {
-		if e.Kind != receipts.String {
+		if e.Kind != canon.String {
 			d.fail(fmt.Sprintf("%s[%d]", path, i), "string")
 			return nil
 		}
@@ -96,7 +96,7 @@ func (d *decoder) strings(o *receipts.Value, key, path string) []string {
 
 // decodeEntry reads the fields a vocabulary uses from an OSV entry. Other
 // fields are not looked at.
-func decodeEntry(t *receipts.Value) (entry, string) {
+func decodeEntry(t *canon.Value) (entry, string) {
 	var d decoder
 	var e entry
 	e.id = d.str(t, "id", "id")
@@ -106,7 +106,7 @@ func decodeEntry(t *receipts.Value) (entry, string) {
 	e.aliases = d.strings(t, "aliases", "aliases")
 	for i, r := range d.arr(t, "references", "references") {
 		path := fmt.Sprintf("references[%d]", i)
-		if r.Kind != receipts.Object {
+		if r.Kind != canon.Object {
 			d.fail(path, "object")
 			break
 		}
@@ -121,7 +121,7 @@ func decodeEntry(t *receipts.Value) (entry, string) {
 	}
 	for i, a := range d.arr(t, "affected", "affected") {
 		path := fmt.Sprintf("affected[%d]", i)
-		if a.Kind != receipts.Object {
+		if a.Kind != canon.Object {
 			d.fail(path, "object")
 			break
 		}
@@ -132,7 +132,7 @@ func decodeEntry(t *receipts.Value) (entry, string) {
 		}
 		for j, r := range d.arr(&a, "ranges", path+".ranges") {
 			rpath := fmt.Sprintf("%s.ranges[%d]", path, j)
-			if r.Kind != receipts.Object {
+			if r.Kind != canon.Object {
 				d.fail(rpath, "object")
 				break
 			}
@@ -142,7 +142,7 @@ func decodeEntry(t *receipts.Value) (entry, string) {
 			}
 			for k, ev := range d.arr(&r, "events", rpath+".events") {
 				epath := fmt.Sprintf("%s.events[%d]", rpath, k)
-				if ev.Kind != receipts.Object {
+				if ev.Kind != canon.Object {
 					d.fail(epath, "object")
 					break
 				}
@@ -219,7 +219,7 @@ func probe(c grammar.Class, s string) bool {
 	default:
 		return false
 	}
-	b, err := receipts.Marshal(doc)
+	b, err := canon.Marshal(doc)
 	if err != nil {
 		return false
 	}

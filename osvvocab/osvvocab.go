@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
@@ -41,7 +42,7 @@ var Questions = []string{
 
 // Error is a file the build cannot use. Name is the file's path within the
 // database (or the module-versions file's name); Reason is fixed text. Err,
-// when set, is the strict JSON reader's content-free *receipts.SyntaxError.
+// when set, is the strict JSON reader's content-free *canon.SyntaxError.
 type Error struct {
 	Name   string
 	Reason string
@@ -234,11 +235,11 @@ func (b *Builder) AddEntry(name string, data []byte) error {
 		return &Error{Name: name, Reason: fmt.Sprintf("database larger than %d bytes", int64(MaxTotalBytes)), Err: ErrLimit}
 	}
 	b.stats.Files++
-	tree, err := receipts.Parse(data, receipts.Options{MaxBytes: MaxEntryBytes})
+	tree, err := canon.Parse(data, canon.Options{MaxBytes: MaxEntryBytes})
 	if err != nil {
 		return &Error{Name: name, Reason: "not strict JSON", Err: err}
 	}
-	if tree.Kind != receipts.Object || member(tree, "id") == nil {
+	if tree.Kind != canon.Object || member(tree, "id") == nil {
 		b.stats.NotEntries++
 		return nil
 	}
@@ -433,20 +434,20 @@ func (b *Builder) Build(revision string) (*Vocabulary, error) {
 		doc.Modules[m] = sortedKeys(vs)
 	}
 	if revision == "" {
-		canon, err := receipts.Marshal(doc)
+		canonical, err := canon.Marshal(doc)
 		if err != nil {
 			return nil, err
 		}
-		sum := receipts.SHA256(canon)
+		sum := receipts.SHA256(canonical)
 		revision = "osv-" + sum[len(receipts.PrefixSHA256):len(receipts.PrefixSHA256)+12]
 	}
 	doc.Revision = revision
-	canon, err := receipts.Marshal(doc)
+	canonical, err := canon.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
-	if err := json.Indent(&out, canon, "", "  "); err != nil {
+	if err := json.Indent(&out, canonical, "", "  "); err != nil {
 		return nil, err
 	}
 	out.WriteByte('\n')
@@ -456,7 +457,7 @@ func (b *Builder) Build(revision string) (*Vocabulary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("osvvocab: built vocabulary does not load: %w", err)
 	}
-	digest := receipts.SHA256(canon)
+	digest := receipts.SHA256(canonical)
 	if v.Digest() != digest {
 		return nil, errors.New("osvvocab: built vocabulary digest mismatch")
 	}

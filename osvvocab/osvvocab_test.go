@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
@@ -290,8 +291,8 @@ func TestRefusals(t *testing.T) {
 				t.Fatalf("message holds input: %q", msg)
 			}
 			if tt.code != "" {
-				var se *receipts.SyntaxError
-				if !errors.As(err, &se) || se.Code != tt.code {
+				var se *canon.SyntaxError
+				if !errors.As(err, &se) || receipts.Code(se.Class) != tt.code {
 					t.Fatalf("err %v, want a syntax error %s", err, tt.code)
 				}
 			}
@@ -510,7 +511,7 @@ func FuzzModuleVersions(f *testing.F) {
 		f.Fatal(err)
 	}
 	var bd vocabDoc
-	if err := receipts.Unmarshal(base.JSON, &bd, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(base.JSON, &bd, canon.Options{}); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, pseudo bool) {
@@ -563,7 +564,7 @@ func FuzzModuleVersions(f *testing.F) {
 			t.Fatalf("build refused: %v", err)
 		}
 		var d vocabDoc
-		if err := receipts.Unmarshal(v.JSON, &d, receipts.Options{}); err != nil {
+		if err := canon.Unmarshal(v.JSON, &d, canon.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		if len(d.Modules) != len(bd.Modules) {

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"hash"
 	"strconv"
+
+	"github.com/privacycut/privacycut/canon"
 )
 
 // The digest prefixes. A digest is written prefix + 64 lower-case hex digits.
@@ -103,7 +105,7 @@ func ParseDigest(s string) (alg string, sum [32]byte, err error) {
 // (see Marshal). Use it only for public material; digests of anything
 // derived from source material must be keyed: EvidenceKey.HMACCanonical.
 func DigestCanonical(v any) (string, error) {
-	b, err := Marshal(v)
+	b, err := canon.Marshal(v)
 	if err != nil {
 		return "", err
 	}

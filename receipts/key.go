@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/privacycut/privacycut/canon"
 )
 
 // EvidenceKeySize is the length of an evidence key in bytes.
@@ -111,7 +113,7 @@ func FormatHMAC(sum []byte) string { return formatDigest(PrefixHMAC, sum) }
 // HMACCanonical returns the keyed digest of the canonical encoding of v (see
 // Marshal).
 func (k EvidenceKey) HMACCanonical(v any) (string, error) {
-	b, err := Marshal(v)
+	b, err := canon.Marshal(v)
 	if err != nil {
 		return "", err
 	}

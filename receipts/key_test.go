@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/privacycut/privacycut/canon"
 )
 
 func seqKey(t *testing.T) *EvidenceKey {
@@ -51,7 +53,7 @@ func TestEvidenceKeyHMAC(t *testing.T) {
 	if err != nil || got != "hmac-sha256:da91113b13de33fcd3101a209b8cece96c597ef13010212f1a65afd0af8d19b5" {
 		t.Errorf("HMACCanonical = %s, %v", got, err)
 	}
-	if _, err := k.HMACCanonical(make(chan int)); !errors.Is(err, ErrUnsupportedType) {
+	if _, err := k.HMACCanonical(make(chan int)); !errors.Is(err, canon.ErrUnsupportedType) {
 		t.Errorf("HMACCanonical(chan) error = %v", err)
 	}
 }
@@ -173,9 +175,9 @@ func checkNotEncoded(t *testing.T, vs ...any) {
 			t.Errorf("json.Marshal(%T) succeeded: %s", v, out)
 		}
 		checkNoLeak(t, "json.Marshal", string(out)+fmt.Sprint(err))
-		out, err = Marshal(v)
+		out, err = canon.Marshal(v)
 		if err == nil {
-			t.Errorf("Marshal(%T) succeeded: %s", v, out)
+			t.Errorf("canon.Marshal(%T) succeeded: %s", v, out)
 		}
 		checkNoLeak(t, "Marshal", string(out)+fmt.Sprint(err))
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -253,7 +254,7 @@ func escLen(b []byte) int {
 // emit writes val, validated against n, in canonical form. Object keys are
 // declared property names (ASCII letters, digits, '_' and '-'): they need no
 // escaping and their byte order, precomputed as ranks, is RFC 8785's.
-func (w *writer) emit(val *receipts.Value, n *node) error {
+func (w *writer) emit(val *canon.Value, n *node) error {
 	switch n.kind {
 	case kindObject:
 		ms := val.Members
@@ -308,7 +309,7 @@ func (w *writer) emit(val *receipts.Value, n *node) error {
 	if w.used += escLen(v); w.used > w.budget {
 		return ErrStalePlan
 	}
-	s := receipts.Value{Kind: receipts.String, Str: v}
+	s := canon.Value{Kind: canon.String, Str: v}
 	w.out, err = s.AppendCanonical(w.out)
 	return err
 }
@@ -316,7 +317,7 @@ func (w *writer) emit(val *receipts.Value, n *node) error {
 // member is an object member to write, with the rank of its name.
 type member struct {
 	rank int
-	val  *receipts.Value
+	val  *canon.Value
 	n    *node
 }
 

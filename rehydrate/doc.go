@@ -61,7 +61,7 @@
 //
 // with ns 10 and mac 20 characters of [a-z2-7] and category one of the eight
 // categories of SPEC §4. [Validate] reads the return strictly
-// (receipts.Parse: duplicate keys, invalid UTF-8, trailing data… refuse),
+// (canon.Parse: duplicate keys, invalid UTF-8, trailing data… refuse),
 // checks it against the schema (kinds, required members, no undeclared
 // member, maxItems, maxLength; else MALFORMED_RECORD) and applies these
 // rules to every string value, after JSON unescaping and nothing else:

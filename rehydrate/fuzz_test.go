@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -29,14 +30,14 @@ func FuzzSchema(f *testing.F) {
 			}
 			return
 		}
-		canon, err := receipts.Canonicalize(data)
+		canonical, err := canon.Canonicalize(data)
 		if err != nil {
 			t.Fatalf("accepted a schema with no canonical form: %v", err)
 		}
-		if s.Digest() != receipts.SHA256(canon) {
+		if s.Digest() != receipts.SHA256(canonical) {
 			t.Fatal("digest is not SHA-256 of the canonical form")
 		}
-		again, err := ParseSchema(canon)
+		again, err := ParseSchema(canonical)
 		if err != nil {
 			t.Fatalf("canonical form refused: %v", err)
 		}
@@ -44,7 +45,7 @@ func FuzzSchema(f *testing.F) {
 			t.Fatal("canonical form has another digest")
 		}
 		if diff := cmp.Diff(s.Paths(), again.Paths()); diff != "" {
-			t.Fatalf("canonical form marks other paths (-orig +canon):\n%s", diff)
+			t.Fatalf("canonical form marks other paths (-orig +canonical):\n%s", diff)
 		}
 		for _, p := range s.Paths() {
 			if !strings.HasPrefix(p.Path, "$") || TokenLen(p.Category) == 0 || p.Category == credential || p.Max < 1 || p.Purpose == "" {
@@ -87,15 +88,15 @@ func FuzzRehydrate(f *testing.F) {
 			}
 			return
 		}
-		canon, err := receipts.Canonicalize(res.Output)
-		if err != nil || string(canon) != string(res.Output) {
+		canonical, err := canon.Canonicalize(res.Output)
+		if err != nil || string(canonical) != string(res.Output) {
 			t.Fatalf("output is not canonical: %v", err)
 		}
-		in, err := receipts.Parse(data, receipts.Options{})
+		in, err := canon.Parse(data, canon.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := receipts.Parse(res.Output, receipts.Options{})
+		out, err := canon.Parse(res.Output, canon.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

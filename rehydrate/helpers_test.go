@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/canon"
 )
 
 // The lease under test and another lease.
@@ -125,7 +125,7 @@ func mustSchema(t testing.TB, doc string) *Schema {
 
 // jq returns s as a canonical JSON string literal.
 func jq(s string) string {
-	b, err := receipts.Marshal(s)
+	b, err := canon.Marshal(s)
 	if err != nil {
 		panic(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -120,7 +121,7 @@ func TestRoundTripProperty(t *testing.T) {
 			t.Fatalf("iteration %d: %v", iter, err)
 		}
 		var got propReturn
-		if err := receipts.Unmarshal(res.Output, &got, receipts.Options{}); err != nil {
+		if err := canon.Unmarshal(res.Output, &got, canon.Options{}); err != nil {
 			t.Fatalf("iteration %d: output unreadable: %v", iter, err)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -129,8 +130,8 @@ func TestRoundTripProperty(t *testing.T) {
 		if diff := cmp.Diff(wantSubs, res.Substitutions); diff != "" {
 			t.Fatalf("iteration %d: substitutions (-want +got):\n%s", iter, diff)
 		}
-		canon, err := receipts.Canonicalize(res.Output)
-		if err != nil || string(canon) != string(res.Output) {
+		canonical, err := canon.Canonicalize(res.Output)
+		if err != nil || string(canonical) != string(res.Output) {
 			t.Fatalf("iteration %d: output not canonical", iter)
 		}
 		if res.FinalDigest != receipts.SHA256(res.Output) || res.ReturnDigest != receipts.SHA256(doc) {
@@ -142,19 +143,19 @@ func TestRoundTripProperty(t *testing.T) {
 // checkOnlyTokensChanged walks a return and its output together and fails
 // unless every differing string is an exact disclosed token of iss whose
 // output is its value. It returns the number of substituted strings.
-func checkOnlyTokensChanged(t testing.TB, in, out *receipts.Value, iss *fakeIssued, path string) int {
+func checkOnlyTokensChanged(t testing.TB, in, out *canon.Value, iss *fakeIssued, path string) int {
 	t.Helper()
 	if in.Kind != out.Kind {
 		t.Fatalf("%s: kind changed from %s to %s", path, in.Kind, out.Kind)
 	}
 	n := 0
 	switch in.Kind {
-	case receipts.Object:
+	case canon.Object:
 		if len(in.Members) != len(out.Members) {
 			t.Fatalf("%s: member count changed", path)
 		}
 		for i := range in.Members {
-			var match *receipts.Value
+			var match *canon.Value
 			for j := range out.Members {
 				if string(out.Members[j].Key) == string(in.Members[i].Key) {
 					match = &out.Members[j].Value
@@ -165,14 +166,14 @@ func checkOnlyTokensChanged(t testing.TB, in, out *receipts.Value, iss *fakeIssu
 			}
 			n += checkOnlyTokensChanged(t, &in.Members[i].Value, match, iss, path+"."+string(in.Members[i].Key))
 		}
-	case receipts.Array:
+	case canon.Array:
 		if len(in.Elems) != len(out.Elems) {
 			t.Fatalf("%s: length changed", path)
 		}
 		for i := range in.Elems {
 			n += checkOnlyTokensChanged(t, &in.Elems[i], &out.Elems[i], iss, fmt.Sprintf("%s[%d]", path, i))
 		}
-	case receipts.String:
+	case canon.String:
 		if string(in.Str) == string(out.Str) {
 			return 0
 		}
@@ -182,7 +183,7 @@ func checkOnlyTokensChanged(t testing.TB, in, out *receipts.Value, iss *fakeIssu
 		}
 		return 1
 	default:
-		if string(in.Num) != string(out.Num) && in.Kind == receipts.Number {
+		if string(in.Num) != string(out.Num) && in.Kind == canon.Number {
 			t.Fatalf("%s: number changed", path)
 		}
 	}

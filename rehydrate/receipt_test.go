@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -82,7 +83,7 @@ func TestNewReceipt(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("receipt (-want +got):\n%s", diff)
 	}
-	b, err := receipts.Marshal(got)
+	b, err := canon.Marshal(got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestNewReceiptKeyedFinalDigest(t *testing.T) {
 	if want := k.HMAC(res.Output); got.FinalDigest != want || !strings.HasPrefix(want, receipts.PrefixHMAC) {
 		t.Errorf("final_digest = %s, want the keyed digest %s", got.FinalDigest, want)
 	}
-	b, _ := receipts.Marshal(got)
+	b, _ := canon.Marshal(got)
 	assertNoSecrets(t, "receipt", string(b), f.secrets...)
 }
 

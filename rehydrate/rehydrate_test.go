@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -213,7 +214,7 @@ func TestNearMissCorpus(t *testing.T) {
 			if ar.Kind != "return" || ar.Part != -1 || ar.Code != r.Code || ar.Path != r.Path || ar.Line != r.Line {
 				t.Errorf("AsReason = %+v", ar)
 			}
-			reason, jerr := receipts.Marshal(ar)
+			reason, jerr := canon.Marshal(ar)
 			if jerr != nil {
 				t.Fatal(jerr)
 			}
@@ -274,8 +275,8 @@ func TestRehydrateSubstitutes(t *testing.T) {
 	if diff := cmp.Diff(want, string(res.Output)); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
-	canon, err := receipts.Canonicalize(res.Output)
-	if err != nil || string(canon) != string(res.Output) {
+	canonical, err := canon.Canonicalize(res.Output)
+	if err != nil || string(canonical) != string(res.Output) {
 		t.Errorf("output is not canonical JSON (%v)", err)
 	}
 	if diff := cmp.Diff(Result{
@@ -329,7 +330,7 @@ func TestProseUntouchedAndUnscanned(t *testing.T) {
 		Owners  []string `json:"owners"`
 		Summary string   `json:"summary"`
 	}
-	if err := receipts.Unmarshal(res.Output, &out, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(res.Output, &out, canon.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range out.Findings {
@@ -590,11 +591,11 @@ func TestOutputMemberOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	canon, err := receipts.Canonicalize([]byte(doc))
+	canonical, err := canon.Canonicalize([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(canon), string(res.Output)); diff != "" {
+	if diff := cmp.Diff(string(canonical), string(res.Output)); diff != "" {
 		t.Errorf("output (-canonical +got):\n%s", diff)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -116,14 +117,14 @@ const (
 
 // ParseSchema parses an output schema: a JSON Schema subset of three node
 // forms (see the package documentation). The document is read strictly
-// (receipts.Parse); every keyword outside the subset, every type but
+// (canon.Parse); every keyword outside the subset, every type but
 // object, array and string, and every malformed marking is refused with a
 // *SchemaError.
 func ParseSchema(data []byte) (*Schema, error) {
-	tree, err := receipts.Parse(data, receipts.Options{MaxBytes: MaxSchemaBytes, MaxDepth: MaxSchemaDepth})
+	tree, err := canon.Parse(data, canon.Options{MaxBytes: MaxSchemaBytes, MaxDepth: MaxSchemaDepth})
 	if err != nil {
-		if se, ok := err.(*receipts.SyntaxError); ok {
-			return nil, &SchemaError{Code: se.Code, Line: se.Line, Column: se.Column, Length: se.Length, Reason: se.Reason}
+		if se, ok := err.(*canon.SyntaxError); ok {
+			return nil, &SchemaError{Code: receipts.Code(se.Class), Line: se.Line, Column: se.Column, Length: se.Length, Reason: se.Reason}
 		}
 		return nil, &SchemaError{Code: receipts.MalformedRecord, Line: 1, Column: 1, Reason: "unreadable schema"}
 	}
@@ -132,12 +133,12 @@ func ParseSchema(data []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	canon, err := tree.Canonical()
+	canonical, err := tree.Canonical()
 	if err != nil {
 		return nil, &SchemaError{Code: receipts.MalformedRecord, Line: 1, Column: 1, Reason: "schema has no canonical form"}
 	}
 	slices.SortFunc(p.marked, func(a, b MarkedPath) int { return strings.Compare(a.Path, b.Path) })
-	return &Schema{root: root, digest: receipts.SHA256(canon), marked: p.marked}, nil
+	return &Schema{root: root, digest: receipts.SHA256(canonical), marked: p.marked}, nil
 }
 
 type schemaParser struct {
@@ -150,11 +151,11 @@ func (p *schemaParser) fail(code receipts.Code, off, length int, reason string) 
 	return &SchemaError{Code: code, Line: line, Column: col, Length: length, Reason: reason}
 }
 
-func (p *schemaParser) failValue(v *receipts.Value, reason string) error {
+func (p *schemaParser) failValue(v *canon.Value, reason string) error {
 	return p.fail(receipts.MalformedRecord, v.Off, v.End-v.Off, reason)
 }
 
-func (p *schemaParser) failKey(m *receipts.Member, reason string) error {
+func (p *schemaParser) failKey(m *canon.Member, reason string) error {
 	return p.fail(receipts.MalformedRecord, m.KeyOff, literalEnd(p.data, m.KeyOff)-m.KeyOff, reason)
 }
 
@@ -165,12 +166,12 @@ var keywords = map[kind][]string{
 	kindString: {"maxLength", MarkKeyword},
 }
 
-func (p *schemaParser) node(v *receipts.Value, name, path string) (*node, error) {
-	if v.Kind != receipts.Object {
+func (p *schemaParser) node(v *canon.Value, name, path string) (*node, error) {
+	if v.Kind != canon.Object {
 		return nil, p.failValue(v, reasonNotSchema)
 	}
 	n := &node{name: name, path: path, maxItems: -1, maxLength: -1}
-	var typ *receipts.Member
+	var typ *canon.Member
 	for i := range v.Members {
 		if string(v.Members[i].Key) == "type" {
 			typ = &v.Members[i]
@@ -179,7 +180,7 @@ func (p *schemaParser) node(v *receipts.Value, name, path string) (*node, error)
 	if typ == nil {
 		return nil, p.failValue(v, reasonNoType)
 	}
-	if typ.Value.Kind != receipts.String {
+	if typ.Value.Kind != canon.String {
 		return nil, p.failValue(&typ.Value, reasonTypeNotString)
 	}
 	switch string(typ.Value.Str) {
@@ -192,7 +193,7 @@ func (p *schemaParser) node(v *receipts.Value, name, path string) (*node, error)
 	default:
 		return nil, p.failValue(&typ.Value, reasonUnknownType)
 	}
-	var props, required, items *receipts.Member
+	var props, required, items *canon.Member
 	for i := range v.Members {
 		m := &v.Members[i]
 		key := string(m.Key)
@@ -200,7 +201,7 @@ func (p *schemaParser) node(v *receipts.Value, name, path string) (*node, error)
 		case "type":
 			continue
 		case "description", "title":
-			if m.Value.Kind != receipts.String {
+			if m.Value.Kind != canon.String {
 				return nil, p.failValue(&m.Value, reasonAnnotation)
 			}
 			continue
@@ -215,7 +216,7 @@ func (p *schemaParser) node(v *receipts.Value, name, path string) (*node, error)
 		case "required":
 			required = m
 		case "additionalProperties":
-			if m.Value.Kind != receipts.Bool || m.Value.Bool {
+			if m.Value.Kind != canon.Bool || m.Value.Bool {
 				return nil, p.failValue(&m.Value, reasonAdditional)
 			}
 		case "items":
@@ -256,10 +257,10 @@ func (p *schemaParser) node(v *receipts.Value, name, path string) (*node, error)
 	return n, nil
 }
 
-func (p *schemaParser) object(n *node, props, required *receipts.Member) error {
+func (p *schemaParser) object(n *node, props, required *canon.Member) error {
 	n.props = map[string]*node{}
 	if props != nil {
-		if props.Value.Kind != receipts.Object {
+		if props.Value.Kind != canon.Object {
 			return p.failValue(&props.Value, reasonProperties)
 		}
 		for i := range props.Value.Members {
@@ -280,12 +281,12 @@ func (p *schemaParser) object(n *node, props, required *receipts.Member) error {
 		n.props[name].rank = i
 	}
 	if required != nil {
-		if required.Value.Kind != receipts.Array {
+		if required.Value.Kind != canon.Array {
 			return p.failValue(&required.Value, reasonRequired)
 		}
 		for i := range required.Value.Elems {
 			e := &required.Value.Elems[i]
-			if e.Kind != receipts.String {
+			if e.Kind != canon.String {
 				return p.failValue(e, reasonRequired)
 			}
 			c := n.props[string(e.Str)]
@@ -302,8 +303,8 @@ func (p *schemaParser) object(n *node, props, required *receipts.Member) error {
 	return nil
 }
 
-func (p *schemaParser) marking(v *receipts.Value) (*Marking, error) {
-	if v.Kind != receipts.Object {
+func (p *schemaParser) marking(v *canon.Value) (*Marking, error) {
+	if v.Kind != canon.Object {
 		return nil, p.failValue(v, reasonMarking)
 	}
 	var mk Marking
@@ -312,7 +313,7 @@ func (p *schemaParser) marking(v *receipts.Value) (*Marking, error) {
 		m := &v.Members[i]
 		switch string(m.Key) {
 		case "category":
-			if m.Value.Kind != receipts.String {
+			if m.Value.Kind != canon.String {
 				return nil, p.failValue(&m.Value, reasonMarkCategory)
 			}
 			switch ci := categoryIndex(m.Value.Str); {
@@ -324,7 +325,7 @@ func (p *schemaParser) marking(v *receipts.Value) (*Marking, error) {
 				mk.Category = categories[ci]
 			}
 		case "purpose":
-			if m.Value.Kind != receipts.String || !validPurpose(m.Value.Str) {
+			if m.Value.Kind != canon.String || !validPurpose(m.Value.Str) {
 				return nil, p.failValue(&m.Value, reasonPurpose)
 			}
 			mk.Purpose = string(m.Value.Str)
@@ -345,13 +346,13 @@ func (p *schemaParser) marking(v *receipts.Value) (*Marking, error) {
 }
 
 // count reads an integer literal (no sign, fraction or exponent) of at least
-// least and at most receipts.MaxSafeInteger.
-func (p *schemaParser) count(v *receipts.Value, least int, reason string) (int, error) {
-	if v.Kind != receipts.Number || strings.ContainsAny(v.Num, "-.eE") {
+// least and at most canon.MaxSafeInteger.
+func (p *schemaParser) count(v *canon.Value, least int, reason string) (int, error) {
+	if v.Kind != canon.Number || strings.ContainsAny(v.Num, "-.eE") {
 		return 0, p.failValue(v, reason)
 	}
 	n, err := strconv.ParseInt(v.Num, 10, 64)
-	if err != nil || n < int64(least) || n > receipts.MaxSafeInteger {
+	if err != nil || n < int64(least) || n > canon.MaxSafeInteger {
 		return 0, p.failValue(v, reason)
 	}
 	return int(n), nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -34,14 +35,14 @@ func TestParseSchemaPaths(t *testing.T) {
 
 func TestSchemaDigest(t *testing.T) {
 	s := mustSchema(t, testSchemaDoc)
-	canon, err := receipts.Canonicalize([]byte(testSchemaDoc))
+	canonical, err := canon.Canonicalize([]byte(testSchemaDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := receipts.SHA256(canon); s.Digest() != want {
+	if want := receipts.SHA256(canonical); s.Digest() != want {
 		t.Errorf("Digest = %s, want SHA-256 of the canonical form %s", s.Digest(), want)
 	}
-	if mustSchema(t, string(canon)).Digest() != s.Digest() {
+	if mustSchema(t, string(canonical)).Digest() != s.Digest() {
 		t.Error("reformatting changed the digest")
 	}
 	reordered := `{"properties":{"summary":{"title":"Summary","type":"string"},` +

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -38,7 +39,7 @@ type Lease struct {
 // return (tokens and prose, no value) and the places to substitute. A Plan
 // is immutable: Apply may be called concurrently.
 type Plan struct {
-	root    *receipts.Value
+	root    *canon.Value
 	schema  *node
 	purpose string
 	size    int    // length of the return
@@ -84,7 +85,7 @@ const (
 // digest a claim names before it claims, without hashing the return twice.
 type Return struct {
 	data   []byte
-	tree   *receipts.Value
+	tree   *canon.Value
 	err    error // the syntax refusal, reported by Validate
 	digest string
 }
@@ -97,7 +98,7 @@ func ParseReturn(ret []byte) *Return {
 	digest := make(chan string, 1)
 	go func() { digest <- receipts.SHA256(ret) }()
 	r := &Return{data: ret}
-	r.tree, r.err = receipts.Parse(ret, receipts.Options{MaxBytes: MaxReturnBytes})
+	r.tree, r.err = canon.Parse(ret, canon.Options{MaxBytes: MaxReturnBytes})
 	r.digest = <-digest
 	return r
 }
@@ -132,8 +133,8 @@ func (r *Return) Validate(s *Schema, l Lease, iss Issued) (*Plan, error) {
 // validate is Validate with its arguments checked.
 func (r *Return) validate(s *Schema, l Lease, iss Issued) (*Plan, error) {
 	if r.err != nil {
-		if se, ok := r.err.(*receipts.SyntaxError); ok {
-			return nil, &Refusal{Code: se.Code, Line: se.Line, Column: se.Column, Length: se.Length, Reason: se.Reason}
+		if se, ok := r.err.(*canon.SyntaxError); ok {
+			return nil, &Refusal{Code: receipts.Code(se.Class), Line: se.Line, Column: se.Column, Length: se.Length, Reason: se.Reason}
 		}
 		return nil, &Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 1, Reason: "unreadable return"}
 	}
@@ -166,7 +167,7 @@ func checkArgs(s *Schema, l Lease, iss Issued) error {
 
 // site is a string to substitute and its token's category.
 type site struct {
-	val *receipts.Value
+	val *canon.Value
 	cat uint8
 }
 
@@ -207,7 +208,7 @@ func (v *validator) refuse(code receipts.Code, off, length int, reason string) e
 	return &Refusal{Code: code, Path: v.pathString(), Line: line, Column: col, Length: length, Reason: reason}
 }
 
-func (v *validator) refuseValue(code receipts.Code, val *receipts.Value, reason string) error {
+func (v *validator) refuseValue(code receipts.Code, val *canon.Value, reason string) error {
 	return v.refuse(code, val.Off, val.End-val.Off, reason)
 }
 
@@ -216,10 +217,10 @@ func (n *node) markedFor(purpose string) bool {
 	return n.mark != nil && n.mark.Purpose == purpose
 }
 
-func (v *validator) walk(val *receipts.Value, n *node) error {
+func (v *validator) walk(val *canon.Value, n *node) error {
 	switch n.kind {
 	case kindObject:
-		if val.Kind != receipts.Object {
+		if val.Kind != canon.Object {
 			return v.refuseValue(receipts.MalformedRecord, val, reasonWantObject)
 		}
 		req := 0
@@ -243,7 +244,7 @@ func (v *validator) walk(val *receipts.Value, n *node) error {
 		}
 		return nil
 	case kindArray:
-		if val.Kind != receipts.Array {
+		if val.Kind != canon.Array {
 			return v.refuseValue(receipts.MalformedRecord, val, reasonWantArray)
 		}
 		for i := range val.Elems {
@@ -258,7 +259,7 @@ func (v *validator) walk(val *receipts.Value, n *node) error {
 		}
 		return nil
 	}
-	if val.Kind != receipts.String {
+	if val.Kind != canon.String {
 		return v.refuseValue(receipts.MalformedRecord, val, reasonWantString)
 	}
 	if n.maxLength >= 0 && len(val.Str) > n.maxLength && utf8.RuneCount(val.Str) > n.maxLength {

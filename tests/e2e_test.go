@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/internal/standin"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
@@ -103,7 +104,7 @@ func (e *e2e) proveErasure(want int, backup, destroyed, live string) service.Rep
 	}
 	r := e.c.must(want, args...)
 	var rep service.Report
-	if err := receipts.Unmarshal(bytes.TrimSpace(r.stdout), &rep, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(bytes.TrimSpace(r.stdout), &rep, canon.Options{}); err != nil {
 		e.t.Fatalf("erasure report: %v\n%s", err, r.stdout)
 	}
 	return rep

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/api"
 	"github.com/privacycut/privacycut/vault/harden"
@@ -171,7 +172,7 @@ func (c *cutter) list() ([]service.Info, error) {
 	var l struct {
 		Leases []service.Info `json:"leases"`
 	}
-	if err := receipts.Unmarshal(bytes.TrimSpace(r.stdout), &l, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(bytes.TrimSpace(r.stdout), &l, canon.Options{}); err != nil {
 		return nil, fmt.Errorf("lease list output: %v", err)
 	}
 	return l.Leases, nil
@@ -182,7 +183,7 @@ func (c *cutter) show(ref string) service.Info {
 	c.t.Helper()
 	r := c.must(0, "lease", "show", ref, "--json")
 	var in service.Info
-	if err := receipts.Unmarshal(bytes.TrimSpace(r.stdout), &in, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(bytes.TrimSpace(r.stdout), &in, canon.Options{}); err != nil {
 		c.t.Fatalf("lease show output: %v\n%s", err, r.stdout)
 	}
 	return in

@@ -3,6 +3,7 @@ package verifier
 import (
 	"slices"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -10,9 +11,9 @@ import (
 // {"schema":"Candidate@1","parts":[{"kind":…,"key":…,"text":…}…]}, made of the source parts' kinds and
 // keys and the export's texts: the candidate the export was cut from.
 func (c *check) candidateDigest() (string, error) {
-	tree, _ := partsTree(func(i int) []receipts.Member {
+	tree, _ := partsTree(func(i int) []canon.Member {
 		p := &c.src.Parts[i]
-		return []receipts.Member{
+		return []canon.Member{
 			member("kind", strValue([]byte(p.Kind))),
 			member("key", strValue([]byte(p.Key))),
 			member("text", strValue(c.expParts[i].text)),

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -40,13 +41,13 @@ func TestExpectedExportAgainstReceipts(t *testing.T) {
 				tok[p], irr[p] = append(tok[p], a), append(irr[p], b)
 			}
 		}
-		doc := func(pieces [][][]byte) *receipts.Value {
-			tree, _ := partsTree(func(i int) []receipts.Member {
+		doc := func(pieces [][][]byte) *canon.Value {
+			tree, _ := partsTree(func(i int) []canon.Member {
 				var text []byte
 				for _, x := range pieces[i] {
 					text = append(text, x...)
 				}
-				return []receipts.Member{member("kind", strValue([]byte(kinds[i]))), member("text", strValue(text))}
+				return []canon.Member{member("kind", strValue([]byte(kinds[i]))), member("text", strValue(text))}
 			}, n, member("profile", strValue([]byte(receipts.ProfileName))))
 			return tree
 		}
@@ -104,7 +105,7 @@ func TestEscapesAgainstReceipts(t *testing.T) {
 		if c >= 0x80 {
 			s = []byte{'a', 0xc3, 0xa9, 'b'} // one two-byte character
 		}
-		want := receipts.AppendStringBody(nil, s)
+		want := canon.AppendStringBody(nil, s)
 		cc := newCanonCompare(want)
 		cc.str(s)
 		if got := cc.result(); got != -1 {

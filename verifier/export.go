@@ -3,41 +3,42 @@ package verifier
 import (
 	"errors"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
-func strValue(b []byte) receipts.Value { return receipts.Value{Kind: receipts.String, Str: b} }
+func strValue(b []byte) canon.Value { return canon.Value{Kind: canon.String, Str: b} }
 
-func member(key string, v receipts.Value) receipts.Member {
-	return receipts.Member{Key: []byte(key), Value: v}
+func member(key string, v canon.Value) canon.Member {
+	return canon.Member{Key: []byte(key), Value: v}
 }
 
 // partsTree returns the tree of a document made of a "parts" array, whose
 // objects hold the given fields, and the extra top-level members. It also
 // returns the total text size, as a size hint.
-func partsTree(fields func(i int) []receipts.Member, n int, extra ...receipts.Member) (*receipts.Value, int) {
+func partsTree(fields func(i int) []canon.Member, n int, extra ...canon.Member) (*canon.Value, int) {
 	size := 0
-	elems := make([]receipts.Value, n)
+	elems := make([]canon.Value, n)
 	for i := range elems {
 		ms := fields(i)
 		for _, m := range ms {
 			size += len(m.Value.Str) + len(m.Key) + 8
 		}
-		elems[i] = receipts.Value{Kind: receipts.Object, Members: ms}
+		elems[i] = canon.Value{Kind: canon.Object, Members: ms}
 	}
-	top := append([]receipts.Member{member("parts", receipts.Value{Kind: receipts.Array, Elems: elems})}, extra...)
-	return &receipts.Value{Kind: receipts.Object, Members: top}, size
+	top := append([]canon.Member{member("parts", canon.Value{Kind: canon.Array, Elems: elems})}, extra...)
+	return &canon.Value{Kind: canon.Object, Members: top}, size
 }
 
 var errExportShape = errors.New("verifier: export: not shaped {parts:[{kind,text}…],profile}")
 
 // members returns the members of an object value by key, or nil if v is not
 // an object or has a key outside want.
-func members(v *receipts.Value, want ...string) map[string]*receipts.Value {
-	if v.Kind != receipts.Object {
+func members(v *canon.Value, want ...string) map[string]*canon.Value {
+	if v.Kind != canon.Object {
 		return nil
 	}
-	out := make(map[string]*receipts.Value, len(v.Members))
+	out := make(map[string]*canon.Value, len(v.Members))
 	for i := range v.Members {
 		m := &v.Members[i]
 		known := false
@@ -58,32 +59,32 @@ func members(v *receipts.Value, want ...string) map[string]*receipts.Value {
 // even when the shape is wrong elsewhere, and an error naming the first
 // problem.
 func parseExport(data []byte) ([]exportPart, int, error) {
-	tree, err := receipts.Parse(data, receipts.Options{})
+	tree, err := canon.Parse(data, canon.Options{})
 	if err != nil {
 		return nil, -1, err
 	}
-	canon, err := compareCanonical(tree, data)
+	diff, err := compareCanonical(tree, data)
 	if err != nil {
 		return nil, -1, err
 	}
 	top := members(tree, "parts", "profile")
-	if top == nil || top["parts"] == nil || top["parts"].Kind != receipts.Array {
-		return nil, canon, errExportShape
+	if top == nil || top["parts"] == nil || top["parts"].Kind != canon.Array {
+		return nil, diff, errExportShape
 	}
 	var shapeErr error
-	if p := top["profile"]; p == nil || p.Kind != receipts.String || string(p.Str) != receipts.ProfileName {
+	if p := top["profile"]; p == nil || p.Kind != canon.String || string(p.Str) != receipts.ProfileName {
 		shapeErr = errExportShape
 	}
 	elems := top["parts"].Elems
 	parts := make([]exportPart, 0, len(elems))
 	for i := range elems {
 		m := members(&elems[i], "kind", "text")
-		if m == nil || len(m) != 2 || m["kind"].Kind != receipts.String || m["text"].Kind != receipts.String {
-			return nil, canon, errExportShape
+		if m == nil || len(m) != 2 || m["kind"].Kind != canon.String || m["text"].Kind != canon.String {
+			return nil, diff, errExportShape
 		}
 		parts = append(parts, exportPart{kind: string(m["kind"].Str), text: m["text"].Str})
 	}
-	return parts, canon, shapeErr
+	return parts, diff, shapeErr
 }
 
 // decodeExport decodes the export into c.expParts, c.expCanon and c.expErr:
@@ -92,7 +93,7 @@ func parseExport(data []byte) ([]exportPart, int, error) {
 // strict parse that names what is wrong.
 func (c *check) decodeExport() {
 	data := c.req.Export
-	if len(data) > 0 && len(data) <= receipts.DefaultMaxBytes {
+	if len(data) > 0 && len(data) <= canon.DefaultMaxBytes {
 		buf, free := newBuffer(len(data))
 		if parts, ok := decodeCanonicalExport(data, buf); ok {
 			c.expParts, c.expCanon, c.expErr = parts, -1, nil
@@ -108,12 +109,12 @@ func (c *check) decodeExport() {
 // canonical form, the export shape, and the claimed digest.
 func (c *check) checkExport() {
 	o := &c.out[cExport]
-	parts, canon, err := c.expParts, c.expCanon, c.expErr // decoded by decode
+	parts, canonical, err := c.expParts, c.expCanon, c.expErr // decoded by decode
 	if err != nil {
 		o.fail("export: %s", errText(err))
 	}
-	if canon >= 0 {
-		o.fail("export is not in canonical form (differs at byte %d)", canon)
+	if canonical >= 0 {
+		o.fail("export is not in canonical form (differs at byte %d)", canonical)
 	}
 	if c.req.ExportDigest != c.exportDigest {
 		o.fail("export_digest does not match the export bytes")

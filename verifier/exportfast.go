@@ -3,6 +3,7 @@ package verifier
 import (
 	"unicode/utf8"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -18,14 +19,14 @@ import (
 // (lower-case hex) for the other bytes below 0x20. The texts are decoded
 // into buf, which must hold len(data) bytes; they alias it.
 //
-// Whatever it accepts, receipts.Parse accepts too (one strict JSON object,
+// Whatever it accepts, canon.Parse accepts too (one strict JSON object,
 // no duplicate keys, valid UTF-8, no raw controls, depth 3, at most
-// receipts.DefaultMaxBytes), decoding the same strings; the canonical form
+// canon.DefaultMaxBytes), decoding the same strings; the canonical form
 // of that tree is data itself, and the shape is the export's: parseExport
 // would return the same parts, -1 and no error. Anything else is left to
 // parseExport, which finds and names what is wrong.
 func decodeCanonicalExport(data, buf []byte) ([]exportPart, bool) {
-	if len(data) > receipts.DefaultMaxBytes || len(buf) < len(data) {
+	if len(data) > canon.DefaultMaxBytes || len(buf) < len(data) {
 		return nil, false
 	}
 	// The literals between the strings; canonicalBody consumes each

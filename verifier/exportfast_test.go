@@ -20,9 +20,9 @@ func checkCanonicalExport(t *testing.T, data []byte) bool {
 	if !ok {
 		return false
 	}
-	want, canon, err := parseExport(data)
-	if err != nil || canon != -1 {
-		t.Fatalf("decoded directly, but the strict path says %v, canonical differs at %d", err, canon)
+	want, canonical, err := parseExport(data)
+	if err != nil || canonical != -1 {
+		t.Fatalf("decoded directly, but the strict path says %v, canonical differs at %d", err, canonical)
 	}
 	if !reflect.DeepEqual(want, got) { // cmp.Diff only to explain: it is slow on long texts
 		t.Fatalf("parts (-strict +direct):\n%s", cmp.Diff(want, got, cmp.AllowUnexported(exportPart{})))

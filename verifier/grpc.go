@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier/internal/verifierpb"
 )
@@ -21,7 +22,7 @@ const (
 	// default 4 MiB message limit, which is never raised.
 	chunkSize = 1 << 20
 	// MaxInputBytes bounds each input of a plugin request.
-	MaxInputBytes = receipts.DefaultMaxBytes
+	MaxInputBytes = canon.DefaultMaxBytes
 	// maxAnswerBytes bounds the plugin's answer as the host receives it. A
 	// CutVerification@1 is a few KiB: each claim keeps a bounded number of
 	// problems (four) of a few dozen bytes.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -82,7 +83,7 @@ func makeCut(t testing.TB, parts []testPart, opt cutOptions) Request {
 	for _, p := range parts {
 		sp = append(sp, srcPartW{Kind: p.Kind, Key: p.Key, Text: p.Text, Label: lbl, Lineage: []string{parent}})
 	}
-	source := must(receipts.Marshal(struct {
+	source := must(canon.Marshal(struct {
 		Schema  string     `json:"schema"`
 		Profile string     `json:"profile"`
 		Parts   []srcPartW `json:"parts"`
@@ -158,11 +159,11 @@ func makeCut(t testing.TB, parts []testPart, opt cutOptions) Request {
 		cand = append(cand, kkt{p.Key, p.Kind, texts[i]})
 		man = append(man, kkd{p.Key, p.Kind, key.HMAC([]byte(p.Text))})
 	}
-	export := must(receipts.Marshal(struct {
+	export := must(canon.Marshal(struct {
 		Parts   []kt   `json:"parts"`
 		Profile string `json:"profile"`
 	}{ex, receipts.ProfileName}))
-	canonSrc := must(receipts.Canonicalize(source))
+	canonSrc := must(canon.Canonicalize(source))
 	srcDigest := key.HMAC(canonSrc)
 	manDigest := mustS(key.HMACCanonical(struct {
 		Parts  []kkd  `json:"parts"`
@@ -176,7 +177,7 @@ func makeCut(t testing.TB, parts []testPart, opt cutOptions) Request {
 		"class": "private", "weight": 2, "categories": []string{}, "subjects": []string{},
 		"parents": []string{parent}, "handling": []string{},
 	}))
-	vocDigest := receipts.SHA256(must(receipts.Canonicalize([]byte(testVocab))))
+	vocDigest := receipts.SHA256(must(canon.Canonicalize([]byte(testVocab))))
 	plan := receipts.Plan{
 		Schema: receipts.SchemaPlan, Consumer: receipts.Consumer{Kind: "service", ID: "bot"},
 		Purpose: "triage", Target: "https://models.example/v1", Mode: opt.mode,
@@ -192,7 +193,7 @@ func makeCut(t testing.TB, parts []testPart, opt cutOptions) Request {
 	if opt.plan != nil {
 		opt.plan(&plan)
 	}
-	planJSON := must(receipts.Marshal(plan))
+	planJSON := must(canon.Marshal(plan))
 	planDigest := receipts.SHA256(planJSON)
 	ops := []receipts.Operation{}
 	for _, c := range []string{"module", "package", "function", "file", "team", "person", "host"} {
@@ -216,7 +217,7 @@ func makeCut(t testing.TB, parts []testPart, opt cutOptions) Request {
 	}
 	return Request{
 		Source: source, Export: export, ExportDigest: ed, Plan: planJSON, Vocabulary: []byte(testVocab),
-		Receipts: must(receipts.Marshal([]receipts.TransformationReceipt{r0, r1})), EvidenceKey: key, Now: testNow,
+		Receipts: must(canon.Marshal([]receipts.TransformationReceipt{r0, r1})), EvidenceKey: key, Now: testNow,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -40,7 +41,7 @@ func quotedPiece(msg string, in []byte, fixed ...string) string {
 
 // checkContentFree fails if err's text holds a piece of the canary or
 // quotes a piece of in: it may hold only the framing given, the JSON field
-// names of schema's type, and the fixed reason of a *receipts.SyntaxError.
+// names of schema's type, and the fixed reason of a *canon.SyntaxError.
 func checkContentFree(t *testing.T, err error, in []byte, schema any, framing ...string) {
 	t.Helper()
 	msg := err.Error()
@@ -51,7 +52,7 @@ func checkContentFree(t *testing.T, err error, in []byte, schema any, framing ..
 	}
 	fixed := append(jsonNames(reflect.TypeOf(schema)), "receipts", "json", "offset")
 	fixed = append(fixed, framing...)
-	var se *receipts.SyntaxError
+	var se *canon.SyntaxError
 	if errors.As(err, &se) {
 		fixed = append(fixed, se.Reason) // a closed set (receipts)
 	}
@@ -85,7 +86,7 @@ func jsonNames(t reflect.Type) []string {
 }
 
 // FuzzParseVocabulary: parseVocabularyTree never panics. It refuses exactly
-// what receipts.Unmarshal refuses, with the same error word for word, or
+// what canon.Unmarshal refuses, with the same error word for word, or
 // a document whose schema is not Vocabulary@1 (errVocabSchema); the tree it
 // returns gives what Canonicalize gives. Its errors quote no piece of the
 // document. In an accepted vocabulary every listed item is found under its
@@ -122,7 +123,7 @@ func FuzzParseVocabulary(f *testing.F) {
 			defer v.release()
 		}
 		var d vocabDoc
-		want := receipts.Unmarshal(data, &d, receipts.Options{})
+		want := canon.Unmarshal(data, &d, canon.Options{})
 		if want == nil && d.Schema != "Vocabulary@1" {
 			want = errVocabSchema
 		}
@@ -132,21 +133,21 @@ func FuzzParseVocabulary(f *testing.F) {
 		if (v != nil) != (err == nil) {
 			t.Fatalf("vocabulary %v with error %v", v != nil, err)
 		}
-		if _, perr := receipts.Parse(data, receipts.Options{}); (tree != nil) != (perr == nil) {
+		if _, perr := canon.Parse(data, canon.Options{}); (tree != nil) != (perr == nil) {
 			t.Fatalf("tree %v, Parse error %v", tree != nil, perr)
 		}
 		if tree != nil {
-			canon, cerr := receipts.Canonicalize(data)
+			canonical, cerr := canon.Canonicalize(data)
 			got, gerr := tree.Canonical()
-			if (gerr == nil) != (cerr == nil) || !bytes.Equal(got, canon) {
-				t.Fatalf("canonical form %q (%v), Canonicalize gives %q (%v)", got, gerr, canon, cerr)
+			if (gerr == nil) != (cerr == nil) || !bytes.Equal(got, canonical) {
+				t.Fatalf("canonical form %q (%v), Canonicalize gives %q (%v)", got, gerr, canonical, cerr)
 			}
 		}
 		if err != nil {
 			if !errors.Is(err, errVocabSchema) {
-				var se *receipts.SyntaxError
+				var se *canon.SyntaxError
 				if !errors.As(err, &se) {
-					t.Fatalf("error %T is not a *receipts.SyntaxError: %v", err, err)
+					t.Fatalf("error %T is not a *canon.SyntaxError: %v", err, err)
 				}
 			}
 			checkContentFree(t, err, data, vocabDoc{}, "verifier", "vocabulary", "Vocabulary@1")
@@ -282,8 +283,8 @@ func cutSeeds(f *testing.F) (plans, recs [][]byte) {
 }
 
 // FuzzParsePlan: parsePlan never panics and refuses exactly what
-// receipts.Unmarshal refuses, with errors that quote no piece of the
-// document. An accepted plan marshals (receipts.Marshal), parses back to
+// canon.Unmarshal refuses, with errors that quote no piece of the
+// document. An accepted plan marshals (canon.Marshal), parses back to
 // the same plan and marshals again to the same bytes, and the document's
 // digest S(plan) can be computed.
 func FuzzParsePlan(f *testing.F) {
@@ -306,7 +307,7 @@ func FuzzParsePlan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := parsePlan(data)
 		var ref receipts.Plan
-		want := receipts.Unmarshal(data, &ref, receipts.Options{})
+		want := canon.Unmarshal(data, &ref, canon.Options{})
 		if (err == nil) != (want == nil) || err != nil && err.Error() != want.Error() {
 			t.Fatalf("error %v, Unmarshal says %v", err, want)
 		}
@@ -314,9 +315,9 @@ func FuzzParsePlan(f *testing.F) {
 			if p != nil {
 				t.Fatal("a plan with an error")
 			}
-			var se *receipts.SyntaxError
+			var se *canon.SyntaxError
 			if !errors.As(err, &se) {
-				t.Fatalf("error %T is not a *receipts.SyntaxError: %v", err, err)
+				t.Fatalf("error %T is not a *canon.SyntaxError: %v", err, err)
 			}
 			checkContentFree(t, err, data, receipts.Plan{})
 			return
@@ -324,7 +325,7 @@ func FuzzParsePlan(f *testing.F) {
 		if _, err := digestDoc(data); err != nil {
 			t.Fatalf("accepted plan has no digest: %v", err)
 		}
-		b, err := receipts.Marshal(p)
+		b, err := canon.Marshal(p)
 		if err != nil {
 			t.Fatalf("accepted plan does not marshal: %v", err)
 		}
@@ -335,7 +336,7 @@ func FuzzParsePlan(f *testing.F) {
 		if diff := cmp.Diff(p, p2); diff != "" {
 			t.Fatalf("plan changed through Marshal (-parsed +re-parsed):\n%s", diff)
 		}
-		if b2, err := receipts.Marshal(p2); err != nil || !bytes.Equal(b, b2) {
+		if b2, err := canon.Marshal(p2); err != nil || !bytes.Equal(b, b2) {
 			t.Fatalf("marshal is not stable: %q, then %q (%v)", b, b2, err)
 		}
 	})
@@ -345,7 +346,7 @@ func FuzzParsePlan(f *testing.F) {
 // piece of the document; each digest it returns is S(canonical form) of
 // its element, and a refusal of an element keeps the digests up to it
 // (the later ones are ""). An
-// accepted array marshals (receipts.Marshal), parses back to the same
+// accepted array marshals (canon.Marshal), parses back to the same
 // receipts, and then each digest is the receipt's own Digest.
 func FuzzParseReceipts(f *testing.F) {
 	_, recs := cutSeeds(f)
@@ -373,8 +374,8 @@ func FuzzParseReceipts(f *testing.F) {
 			checkContentFree(t, err, data, receipts.TransformationReceipt{}, "verifier", "not a JSON array", "element")
 		}
 		if digests != nil {
-			tree, perr := receipts.Parse(data, receipts.Options{})
-			if perr != nil || tree.Kind != receipts.Array || len(digests) > len(tree.Elems) {
+			tree, perr := canon.Parse(data, canon.Options{})
+			if perr != nil || tree.Kind != canon.Array || len(digests) > len(tree.Elems) {
 				t.Fatalf("%d digests for a document that is not an array of as many elements (%v)", len(digests), perr)
 			}
 			// Refused at element k: the digests of elements 0…k are
@@ -402,7 +403,7 @@ func FuzzParseReceipts(f *testing.F) {
 		if len(digests) != len(recs) {
 			t.Fatalf("%d receipts, %d digests", len(recs), len(digests))
 		}
-		b, err := receipts.Marshal(recs)
+		b, err := canon.Marshal(recs)
 		if err != nil {
 			t.Fatalf("accepted receipts do not marshal: %v", err)
 		}

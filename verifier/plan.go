@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -54,7 +55,7 @@ func (c *check) checkPlan() {
 	// The censor and the seal digest the plan's fields; this digest is the
 	// document's. A member the fields leave out (an explicit empty or null
 	// value) would make them two digests.
-	if fields, err := receipts.Marshal(p); err != nil || receipts.SHA256(fields) != c.planDigest {
+	if fields, err := canon.Marshal(p); err != nil || receipts.SHA256(fields) != c.planDigest {
 		o.fail("plan document holds a member its fields leave out (an explicit empty, zero or null value)")
 	}
 	if p.Schema != receipts.SchemaPlan {

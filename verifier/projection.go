@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -49,8 +50,8 @@ var (
 
 // parseProjection strictly decodes a Projection@1 document and returns it
 // with the document's canonical form.
-func parseProjection(data []byte) (*projection, *receipts.Value, error) {
-	tree, err := receipts.Parse(data, receipts.Options{})
+func parseProjection(data []byte) (*projection, *canon.Value, error) {
+	tree, err := canon.Parse(data, canon.Options{})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -24,7 +25,7 @@ const shadowMin = 1024
 // parseSource strictly decodes a Projection@1 document, as parseProjection
 // does, and returns the same projection, tree and error. free releases the
 // memory the texts may live in; nothing may use them after.
-func parseSource(data []byte) (p *projection, tree *receipts.Value, free func(), err error) {
+func parseSource(data []byte) (p *projection, tree *canon.Value, free func(), err error) {
 	if p, tree, free, ok := parseShadow(data); ok {
 		return p, tree, free, nil
 	}
@@ -52,8 +53,8 @@ type blank struct {
 // data parses if and only if the shadow does, to the same tree but for
 // those strings, which are put back, and for the offsets, which only
 // errors carry: on any error the strict parse of data is taken instead.
-func parseShadow(data []byte) (*projection, *receipts.Value, func(), bool) {
-	if len(data) < shadowMin || len(data) > receipts.DefaultMaxBytes {
+func parseShadow(data []byte) (*projection, *canon.Value, func(), bool) {
+	if len(data) < shadowMin || len(data) > canon.DefaultMaxBytes {
 		return nil, nil, nil, false
 	}
 	buf, free := newBuffer(len(data))
@@ -62,7 +63,7 @@ func parseShadow(data []byte) (*projection, *receipts.Value, func(), bool) {
 		free()
 		return nil, nil, nil, false
 	}
-	tree, err := receipts.Parse(shadow, receipts.Options{})
+	tree, err := canon.Parse(shadow, canon.Options{})
 	if err != nil {
 		free()
 		return nil, nil, nil, false
@@ -220,23 +221,23 @@ func hex4(b []byte) (rune, bool) {
 
 // putBack walks the tree in document order and gives each emptied string
 // value its decoded bytes. It returns the blanks it did not find.
-func putBack(v *receipts.Value, blanks []blank) []blank {
+func putBack(v *canon.Value, blanks []blank) []blank {
 	if len(blanks) == 0 {
 		return blanks
 	}
 	switch v.Kind {
-	case receipts.String:
+	case canon.String:
 		if v.Off == blanks[0].off && len(v.Str) == 0 {
 			v.Str = blanks[0].str
 			return blanks[1:]
 		}
-	case receipts.Array:
+	case canon.Array:
 		for i := range v.Elems {
 			if blanks = putBack(&v.Elems[i], blanks); len(blanks) == 0 {
 				break
 			}
 		}
-	case receipts.Object:
+	case canon.Object:
 		for i := range v.Members {
 			if blanks = putBack(&v.Members[i].Value, blanks); len(blanks) == 0 {
 				break

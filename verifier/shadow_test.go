@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/canon"
 )
 
 // checkDecodeBody compares decodeBody with the strict parser on the string
@@ -17,7 +16,7 @@ import (
 func checkDecodeBody(t *testing.T, b []byte) bool {
 	t.Helper()
 	got, ok := decodeBody(nil, b)
-	tree, err := receipts.Parse(append(append([]byte{'"'}, b...), '"'), receipts.Options{})
+	tree, err := canon.Parse(append(append([]byte{'"'}, b...), '"'), canon.Options{})
 	if !ok {
 		return false
 	}

@@ -1,12 +1,13 @@
 package verifier
 
 import (
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
 // keyedTree returns H(tree): the HMAC of its canonical form, streamed into
 // the hash without building it.
-func keyedTree(k *receipts.EvidenceKey, tree *receipts.Value) (d string, err error) {
+func keyedTree(k *receipts.EvidenceKey, tree *canon.Value) (d string, err error) {
 	if k == nil {
 		return "", errNoKey
 	}
@@ -45,7 +46,7 @@ func (w *compareWriter) Write(p []byte) (int, error) {
 
 // compareCanonical reports the first offset at which the canonical form of
 // tree differs from want, or -1 when they are equal, streaming the form.
-func compareCanonical(tree *receipts.Value, want []byte) (int, error) {
+func compareCanonical(tree *canon.Value, want []byte) (int, error) {
 	w := &compareWriter{want: want, diff: -1}
 	if err := tree.WriteCanonical(w); err != nil {
 		return 0, err

@@ -19,7 +19,7 @@ import (
 // outgrew, when the check ends. The seed is random per
 // table, so that no input can be crafted to make its probes long. Keys are
 // bounded by the documents they come from (at most 1 GiB each,
-// receipts.DefaultMaxBytes), so offsets fit in 32 bits.
+// canon.DefaultMaxBytes), so offsets fit in 32 bits.
 type byteTable struct {
 	seed  maphash.Seed
 	slots growBuf // slotSize bytes per slot: key number+1 (0: empty), low 32 bits of the hash, key offset, key length

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -294,11 +295,11 @@ func keyedCanonical(k *receipts.EvidenceKey, v any) (string, error) {
 
 // digestDoc returns S(document): SHA-256 of the document's canonical form.
 func digestDoc(data []byte) (string, error) {
-	canon, err := receipts.Canonicalize(data)
+	canonical, err := canon.Canonicalize(data)
 	if err != nil {
 		return "", err
 	}
-	return receipts.SHA256(canon), nil
+	return receipts.SHA256(canonical), nil
 }
 
 // decode parses every input. Each failure is kept for the claims that
@@ -319,7 +320,7 @@ func (c *check) decode() {
 		c.exportDigest = receipts.SHA256(req.Export)
 		c.decodeExport()
 	})
-	var tree *receipts.Value
+	var tree *canon.Value
 	var free func()
 	c.src, tree, free, c.srcErr = parseSource(req.Source)
 	c.frees = append(c.frees, free)
@@ -341,16 +342,16 @@ func (c *check) decode() {
 		c.mode = c.plan.Mode
 	}
 
-	var vtree *receipts.Value
+	var vtree *canon.Value
 	c.voc, vtree, c.vocErr = parseVocabularyTree(req.Vocabulary)
 	if c.voc != nil {
 		c.frees = append(c.frees, c.voc.release)
 	}
 	// S(vocabulary), from the tree parseVocabularyTree read: what
-	// receipts.Canonicalize would parse again.
+	// canon.Canonicalize would parse again.
 	if vtree != nil {
-		if canon, err := vtree.Canonical(); err == nil {
-			c.vocDigest = receipts.SHA256(canon)
+		if canonical, err := vtree.Canonical(); err == nil {
+			c.vocDigest = receipts.SHA256(canonical)
 		}
 	}
 
@@ -375,7 +376,7 @@ func (c *check) keyedDigests() {
 // parsePlan strictly decodes a DisclosurePlan@1.
 func parsePlan(data []byte) (*receipts.Plan, error) {
 	var p receipts.Plan
-	if err := receipts.Unmarshal(data, &p, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(data, &p, canon.Options{}); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -385,21 +386,21 @@ func parsePlan(data []byte) (*receipts.Plan, error) {
 // receipt with its digest S(receipt) over the canonical form of the element
 // as given.
 func parseReceipts(data []byte) ([]receipts.TransformationReceipt, []string, error) {
-	tree, err := receipts.Parse(data, receipts.Options{})
+	tree, err := canon.Parse(data, canon.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
-	if tree.Kind != receipts.Array {
+	if tree.Kind != canon.Array {
 		return nil, nil, errors.New("verifier: receipts: not a JSON array")
 	}
 	recs := make([]receipts.TransformationReceipt, len(tree.Elems))
 	digests := make([]string, len(tree.Elems))
 	for i := range tree.Elems {
-		canon, err := tree.Elems[i].Canonical()
+		canonical, err := tree.Elems[i].Canonical()
 		if err != nil {
 			return nil, nil, err
 		}
-		digests[i] = receipts.SHA256(canon)
+		digests[i] = receipts.SHA256(canonical)
 		if err := tree.Elems[i].Decode(&recs[i]); err != nil {
 			return nil, digests, fmt.Errorf("verifier: receipts: element %d: %w", i, err)
 		}

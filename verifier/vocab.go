@@ -3,7 +3,7 @@ package verifier
 import (
 	"errors"
 
-	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/canon"
 )
 
 // The tags of the vocabulary's items in its table. The versions of a
@@ -47,8 +47,8 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 
 // parseVocabularyTree is parseVocabulary that also returns the document's
 // tree whenever it is strict JSON, for its digest: one parse serves both.
-func parseVocabularyTree(data []byte) (*vocabulary, *receipts.Value, error) {
-	tree, err := receipts.Parse(data, receipts.Options{})
+func parseVocabularyTree(data []byte) (*vocabulary, *canon.Value, error) {
+	tree, err := canon.Parse(data, canon.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -56,7 +56,7 @@ func parseVocabularyTree(data []byte) (*vocabulary, *receipts.Value, error) {
 	if err := tree.Decode(&d); err != nil {
 		// The same refusal, as Unmarshal words it (with its line and
 		// column): it decodes the same tree the same way.
-		return nil, tree, receipts.Unmarshal(data, &d, receipts.Options{})
+		return nil, tree, canon.Unmarshal(data, &d, canon.Options{})
 	}
 	if d.Schema != "Vocabulary@1" {
 		return nil, tree, errVocabSchema

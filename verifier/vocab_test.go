@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/canon"
 )
 
 // TestParseVocabularyTree: one parse gives what Unmarshal and Canonicalize
@@ -23,7 +23,7 @@ func TestParseVocabularyTree(t *testing.T) {
 	} {
 		v, tree, err := parseVocabularyTree([]byte(doc))
 		var d vocabDoc
-		want := receipts.Unmarshal([]byte(doc), &d, receipts.Options{})
+		want := canon.Unmarshal([]byte(doc), &d, canon.Options{})
 		if want == nil && d.Schema != "Vocabulary@1" {
 			want = errVocabSchema
 		}
@@ -33,14 +33,14 @@ func TestParseVocabularyTree(t *testing.T) {
 		if (v != nil) != (err == nil) {
 			t.Errorf("%s: vocabulary %v with error %v", name, v != nil, err)
 		}
-		canon, cerr := receipts.Canonicalize([]byte(doc))
+		canonical, cerr := canon.Canonicalize([]byte(doc))
 		var got []byte
 		var gerr error = errVocabSchema
 		if tree != nil {
 			got, gerr = tree.Canonical()
 		}
-		if (cerr == nil) != (gerr == nil) || string(canon) != string(got) {
-			t.Errorf("%s: canonical form %q (%v), Canonicalize gives %q (%v)", name, got, gerr, canon, cerr)
+		if (cerr == nil) != (gerr == nil) || string(canonical) != string(got) {
+			t.Errorf("%s: canonical form %q (%v), Canonicalize gives %q (%v)", name, got, gerr, canonical, cerr)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/internal/cli"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/api"
@@ -175,7 +176,7 @@ func (d *daemon) status() harden.Profile {
 		d.T.Fatalf("cut vault status: exit %d: %s", code, errb)
 	}
 	var p harden.Profile
-	if err := receipts.Unmarshal(bytes.TrimSpace(out), &p, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(bytes.TrimSpace(out), &p, canon.Options{}); err != nil {
 		d.T.Fatalf("status output: %v\n%s", err, out)
 	}
 	return p
@@ -191,7 +192,7 @@ func (d *daemon) list() []service.Info {
 	var l struct {
 		Leases []service.Info `json:"leases"`
 	}
-	if err := receipts.Unmarshal(bytes.TrimSpace(out), &l, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(bytes.TrimSpace(out), &l, canon.Options{}); err != nil {
 		d.T.Fatalf("list output: %v\n%s", err, out)
 	}
 	return l.Leases

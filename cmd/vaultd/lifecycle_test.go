@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/internal/cli"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
@@ -261,7 +262,7 @@ func showLease(t *testing.T, d *daemon, id string) service.Info {
 		t.Fatalf("cut lease show: exit %d %s", code, errb)
 	}
 	var in service.Info
-	if err := receipts.Unmarshal(bytes.TrimSpace(out), &in, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(bytes.TrimSpace(out), &in, canon.Options{}); err != nil {
 		t.Fatalf("show output: %v", err)
 	}
 	return in
@@ -337,7 +338,7 @@ func TestKeysAndErasure(t *testing.T) {
 	}
 	code, out, _ := d.cut("vault", "prove-erasure", bk, a.Lease.ID, "--live", b.Lease.ID, "--json")
 	var rep service.Report
-	if err := receipts.Unmarshal(bytes.TrimSpace(out), &rep, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(bytes.TrimSpace(out), &rep, canon.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if code != cli.ExitOK || !rep.Proven || rep.Destroyed.Code != receipts.LeaseUnrecoverable || !rep.Live.Decrypts {
@@ -360,7 +361,7 @@ func TestKeysAndErasure(t *testing.T) {
 		t.Fatalf("after rotation: epoch %d, %d epoch keys, %v", newMat.Epoch, len(newMat.EpochKeys), err)
 	}
 	code, out, _ = d.cut("vault", "prove-erasure", bk, a.Lease.ID, "--live", b.Lease.ID, "--json")
-	if err := receipts.Unmarshal(bytes.TrimSpace(out), &rep, receipts.Options{}); err != nil || code != cli.ExitOK || !rep.Live.Decrypts {
+	if err := canon.Unmarshal(bytes.TrimSpace(out), &rep, canon.Options{}); err != nil || code != cli.ExitOK || !rep.Live.Decrypts {
 		t.Fatalf("after rotation the live lease must still decrypt: exit %d %+v", code, rep)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
@@ -159,7 +160,7 @@ func (c *Cmd) refuse(asJSON bool, refs []grammar.Refusal, text func(grammar.Refu
 
 // printJSON prints v in canonical JSON followed by a newline.
 func (c *Cmd) printJSON(v any) error {
-	b, err := receipts.Marshal(v)
+	b, err := canon.Marshal(v)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -149,7 +150,7 @@ func TestCheckRefusalCodes(t *testing.T) {
 				t.Fatalf("exit %d, want 3; stdout %s stderr %s", code, out, errb)
 			}
 			var doc receipts.Refusal
-			if err := receipts.Unmarshal(out, &doc, receipts.Options{}); err != nil {
+			if err := canon.Unmarshal(out, &doc, canon.Options{}); err != nil {
 				t.Fatalf("stdout is not a refusal document: %v\n%s", err, out)
 			}
 			if !doc.Refused || !strings.HasPrefix(doc.EventID, "evt:") || len(doc.Reasons) != 1 {

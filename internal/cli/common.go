@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
@@ -62,7 +63,7 @@ func loadPlan(path string) (*receipts.Plan, []byte, error) {
 		return nil, nil, fmt.Errorf("read plan: %w", err)
 	}
 	var p receipts.Plan
-	if err := receipts.Unmarshal(data, &p, receipts.Options{MaxBytes: 1 << 20}); err != nil {
+	if err := canon.Unmarshal(data, &p, canon.Options{MaxBytes: 1 << 20}); err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
 	if err := planCanonical(data, &p); err != nil {
@@ -77,11 +78,11 @@ func loadPlan(path string) (*receipts.Plan, []byte, error) {
 // An explicit empty or null member ("station":"", "remote_deadline_s":0)
 // decodes to the same fields but is another document.
 func planCanonical(data []byte, p *receipts.Plan) error {
-	doc, err := receipts.Canonicalize(data)
+	doc, err := canon.Canonicalize(data)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	fields, err := receipts.Marshal(p)
+	fields, err := canon.Marshal(p)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/egress"
 	"github.com/privacycut/privacycut/examples"
 	"github.com/privacycut/privacycut/internal/standin"
@@ -232,7 +233,7 @@ func (d *demo) refusedWith(fn func() error) (receipts.Reason, error) {
 	if i := bytes.LastIndexByte(printed, '\n'); i >= 0 {
 		printed = printed[i+1:]
 	}
-	if err := receipts.Unmarshal(printed, &doc, receipts.Options{}); err != nil || len(doc.Reasons) == 0 {
+	if err := canon.Unmarshal(printed, &doc, canon.Options{}); err != nil || len(doc.Reasons) == 0 {
 		return receipts.Reason{}, errors.New("refusal document unreadable")
 	}
 	return doc.Reasons[0], nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
@@ -101,7 +102,7 @@ func runPlan(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return c.refusedCut(false, err)
 	}
-	b, err := receipts.Marshal(p)
+	b, err := canon.Marshal(p)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/egress"
 	"github.com/privacycut/privacycut/grammar"
@@ -143,7 +144,7 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 	if err != nil {
 		return nil, c.refusedCut(f.asJSON, err)
 	}
-	rb, err := receipts.Marshal(p.out.Receipts)
+	rb, err := canon.Marshal(p.out.Receipts)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +230,7 @@ func printExport(c *Cmd, export []byte) {
 		} `json:"parts"`
 		Profile string `json:"profile"`
 	}
-	if err := receipts.Unmarshal(export, &e, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(export, &e, canon.Options{}); err != nil {
 		fmt.Fprintf(c.Stdout, "(export unreadable: %v)\n", err)
 		return
 	}
@@ -251,7 +252,7 @@ func planReasons(code receipts.Code) []grammar.Refusal {
 func bundleParts(b receipts.Bundle) ([][]byte, error) {
 	export := b.Export
 	b.Export = nil
-	rest, err := receipts.Marshal(struct {
+	rest, err := canon.Marshal(struct {
 		receipts.Bundle
 		Export json.RawMessage `json:"export,omitempty"`
 	}{Bundle: b})

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -47,7 +48,7 @@ func TestPrepareVerify(t *testing.T) {
 				t.Errorf("the in-process hint on stderr: %v, want %v:\n%s", hinted, mode == "inprocess", errb)
 			}
 			var b receipts.Bundle
-			if err := receipts.Unmarshal(out, &b, receipts.Options{}); err != nil {
+			if err := canon.Unmarshal(out, &b, canon.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if b.Schema != receipts.SchemaBundle || b.Verification.Verdict != "pass" || b.Seal == nil || b.Lease != nil ||
@@ -66,7 +67,7 @@ func TestPrepareVerify(t *testing.T) {
 			bad := e.write(t, "bad.json", strings.Replace(string(out), "redacted:team:1", "redacted:team:2", 1))
 			code, vout, _ = e.run(t, "verify", "--vocab", e.vocab, "--plan", plan, "--source", proj, "--verifier", mode, "--json", bad)
 			var v receipts.Verification
-			if err := receipts.Unmarshal(vout, &v, receipts.Options{}); err != nil {
+			if err := canon.Unmarshal(vout, &v, canon.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if code != ExitVerifyNo || v.Verdict != "fail" || !contains(v.Failed(), "token-consistency") || !contains(v.Failed(), "receipt-chain") {
@@ -171,11 +172,11 @@ func TestPrepareRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pl receipts.Plan
-	if err := receipts.Unmarshal(pb, &pl, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(pb, &pl, canon.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	pl.ExpiresAt = "2020-01-01T00:00:00Z"
-	pb, _ = receipts.Marshal(pl)
+	pb, _ = canon.Marshal(pl)
 	e2.write(t, "plan.json", string(pb))
 	code, out, _ = e2.run(t, "prepare", "--vocab", e2.vocab, "--plan", plan2, "--verifier", "inprocess", "--json", proj2)
 	if code != ExitRefused || !bytes.Contains(out, []byte(`"code":"PLAN_MISMATCH"`)) {
@@ -361,12 +362,12 @@ func TestBundleIsCanonical(t *testing.T) {
 	if !ok || bytes.HasSuffix(body, []byte("\n")) || !bytes.HasPrefix(body, []byte(`{"export":`)) {
 		t.Fatalf("bundle framing: %.40q … %.40q", out, out[max(0, len(out)-40):])
 	}
-	canon, err := receipts.Canonicalize(body)
+	canonical, err := canon.Canonicalize(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(canon, body) {
-		t.Fatalf("bundle is not canonical:\n%s\n%s", body, canon)
+	if !bytes.Equal(canonical, body) {
+		t.Fatalf("bundle is not canonical:\n%s\n%s", body, canonical)
 	}
 }
 

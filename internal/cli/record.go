@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/canon"
 )
 
 // leaseRecord is what cut remembers locally about a reversible cut so that
@@ -62,7 +62,7 @@ func (c *Cmd) writeRecord(r leaseRecord) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	b, err := receipts.Marshal(r)
+	b, err := canon.Marshal(r)
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (c *Cmd) readRecord(leaseRef string) (*leaseRecord, error) {
 		return nil, fmt.Errorf("no local record of lease %s (prepared on another machine or by another user?): %w", leaseRef, err)
 	}
 	var r leaseRecord
-	if err := receipts.Unmarshal(b, &r, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(b, &r, canon.Options{}); err != nil {
 		return nil, fmt.Errorf("lease record: %w", err)
 	}
 	return &r, nil

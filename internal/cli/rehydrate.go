@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
@@ -127,13 +128,13 @@ func (c *Cmd) dialSocket(sock string) (*api.Client, error) {
 // keyed. A refusal is printed (exit 3), with the JSON path and position of
 // the refused value and never the value.
 func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseRecord, schema, ret []byte, key *receipts.EvidenceKey, asJSON bool) (*rehydratedDoc, error) {
-	canon, err := receipts.Canonicalize(schema)
+	canonical, err := canon.Canonicalize(schema)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	// Fails closed: a record without the plan's schema digest licenses no
 	// schema at all.
-	if err := c.checkSchemaDigest(rec.OutputSchemaDigest, receipts.SHA256(canon), asJSON); err != nil {
+	if err := c.checkSchemaDigest(rec.OutputSchemaDigest, receipts.SHA256(canonical), asJSON); err != nil {
 		return nil, err
 	}
 	expiry, err := time.Parse(time.RFC3339Nano, rec.ExpiresAt)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/api"
 	"github.com/privacycut/privacycut/vault/harden"
@@ -111,7 +112,7 @@ func (f *vaultFixture) cut(t *testing.T, args ...string) (int, []byte, []byte) {
 
 func decodeStrict(t *testing.T, b []byte, v any) {
 	t.Helper()
-	if err := receipts.Unmarshal(bytes.TrimSpace(b), v, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(bytes.TrimSpace(b), v, canon.Options{}); err != nil {
 		t.Fatalf("output is not the expected JSON document: %v\n%s", err, b)
 	}
 }

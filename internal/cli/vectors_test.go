@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -52,10 +53,10 @@ func TestVectorsThroughCutVerify(t *testing.T) {
 			// label digest.
 			var rs []receipts.TransformationReceipt
 			label := ""
-			if receipts.Unmarshal(f["receipts.json"], &rs, receipts.Options{}) == nil && len(rs) > 0 {
+			if canon.Unmarshal(f["receipts.json"], &rs, canon.Options{}) == nil && len(rs) > 0 {
 				label = rs[len(rs)-1].LabelDigest
 			}
-			bb, err := receipts.Marshal(receipts.Bundle{Schema: receipts.SchemaBundle, Export: json.RawMessage("0"),
+			bb, err := canon.Marshal(receipts.Bundle{Schema: receipts.SchemaBundle, Export: json.RawMessage("0"),
 				ExportDigest: strings.TrimSpace(string(f["export_digest"])), LabelDigest: label})
 			if err != nil {
 				t.Fatal(err)
@@ -69,7 +70,7 @@ func TestVectorsThroughCutVerify(t *testing.T) {
 				e.write(t, "bundle.json", string(bb))}
 			code, out, errb := e.run(t, args...)
 			var v receipts.Verification
-			if err := receipts.Unmarshal(out, &v, receipts.Options{}); err != nil {
+			if err := canon.Unmarshal(out, &v, canon.Options{}); err != nil {
 				t.Fatalf("exit %d, stdout not a verification: %v\n%s\n%s", code, err, out, errb)
 			}
 			if expect == "pass" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier"
 )
@@ -79,7 +80,7 @@ func runVerify(ctx context.Context, c *Cmd, args []string) error {
 // verification and seal are prepare's records, which the new verification
 // replaces; they are not inputs.
 func (c *Cmd) verifyBundle(ctx context.Context, mode string, bundle []byte, req verifier.Request) (receipts.Verification, error) {
-	tree, err := receipts.Parse(bundle, receipts.Options{MaxBytes: MaxBundleBytes})
+	tree, err := canon.Parse(bundle, canon.Options{MaxBytes: MaxBundleBytes})
 	if err != nil {
 		return verifier.Unverifiable("bundle: " + err.Error()), nil
 	}
@@ -95,7 +96,7 @@ func (c *Cmd) verifyBundle(ctx context.Context, mode string, bundle []byte, req 
 	}
 	// A plan that does not decode fails the verifier's plan claim.
 	var plan receipts.Plan
-	if b.Lease != nil && receipts.Unmarshal(req.Plan, &plan, receipts.Options{}) == nil && plan.Mode != receipts.ModeReversible {
+	if b.Lease != nil && canon.Unmarshal(req.Plan, &plan, canon.Options{}) == nil && plan.Mode != receipts.ModeReversible {
 		return verifier.Unverifiable("bundle: a lease for an irreversible plan"), nil
 	}
 	// The strict decoder has checked every member; the verifier reads the

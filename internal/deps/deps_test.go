@@ -15,19 +15,20 @@ const module = "github.com/privacycut/privacycut"
 // its sub-packages), the project packages it may depend on, directly or not.
 // A package not listed may depend on anything (commands, tests, internal/cli).
 var policy = map[string][]string{
-	"receipts":         {},
-	"grammar":          {"receipts"},
-	"censor":           {"grammar", "receipts"},
-	"verifier":         {"receipts", "verifier", "internal/bigbuf"},
-	"egress":           {"receipts", "internal/durable"},
-	"lease":            {"receipts"},
-	"rehydrate":        {"receipts"},
-	"vault":            {"vault", "lease", "rehydrate", "receipts", "internal/durable"},
+	"canon":            {},
+	"receipts":         {"canon"},
+	"grammar":          {"receipts", "canon"},
+	"censor":           {"grammar", "receipts", "canon"},
+	"verifier":         {"receipts", "canon", "verifier", "internal/bigbuf"},
+	"egress":           {"receipts", "canon", "internal/durable"},
+	"lease":            {"receipts", "canon"},
+	"rehydrate":        {"receipts", "canon"},
+	"vault":            {"vault", "lease", "rehydrate", "receipts", "canon", "internal/durable"},
 	"internal/durable": {},
 	"internal/gen":     {},
 	"internal/bigbuf":  {},
-	"importer":         {"grammar", "receipts"},
-	"osvvocab":         {"grammar", "receipts"},
+	"importer":         {"grammar", "receipts", "canon"},
+	"osvvocab":         {"grammar", "receipts", "canon"},
 }
 
 // TestImportPolicy fails when a package depends on a project package the

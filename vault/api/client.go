@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/harden"
@@ -91,7 +92,7 @@ func (c *Client) Close() error { return c.conn.Close() }
 // decodeLease reads a lease record from the daemon strictly and checks it.
 func decodeLease(op string, b []byte) (lease.Lease, error) {
 	var l lease.Lease
-	if err := receipts.Unmarshal(b, &l, receipts.Options{MaxBytes: store.MaxRecord}); err != nil {
+	if err := canon.Unmarshal(b, &l, canon.Options{MaxBytes: store.MaxRecord}); err != nil {
 		return l, &service.Error{Op: op, Err: service.ErrInternal}
 	}
 	if err := l.Check(); err != nil {
@@ -107,7 +108,7 @@ func decodeLease(op string, b []byte) (lease.Lease, error) {
 // that an unhardened daemon can still say why it is not proven.
 func decodeProfile(b []byte) (harden.Profile, error) {
 	var p harden.Profile
-	if err := receipts.Unmarshal(b, &p, receipts.Options{}); err != nil {
+	if err := canon.Unmarshal(b, &p, canon.Options{}); err != nil {
 		p = harden.Profile{}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
@@ -401,7 +402,7 @@ func (c *Client) ProveErasure(ctx context.Context, backup io.Reader, destroyed, 
 		return service.Report{}, fromStatus(op, err)
 	}
 	var out service.Report
-	if err := receipts.Unmarshal(rep.ReportJson, &out, receipts.Options{}); err != nil || out.Schema != service.ErasureSchema {
+	if err := canon.Unmarshal(rep.ReportJson, &out, canon.Options{}); err != nil || out.Schema != service.ErasureSchema {
 		return service.Report{}, &service.Error{Op: op, Err: service.ErrInternal}
 	}
 	return out, nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
@@ -123,7 +124,7 @@ func TestDaemonRehydrate(t *testing.T) {
 	if !bytes.Equal(out.Output, want) {
 		t.Errorf("output:\n%s\nwant:\n%s", out.Output, want)
 	}
-	rc, err := receipts.Marshal(out.Receipt)
+	rc, err := canon.Marshal(out.Receipt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/internal/vaultpb"
@@ -92,7 +93,7 @@ func (s *handler) Rehydrate(ss grpc.BidiStreamingServer[vaultpb.RehydrateChunk, 
 		return toStatus(op, err)
 	}
 	defer clear(res.Output)
-	rc, err := receipts.Marshal(res.Receipt)
+	rc, err := canon.Marshal(res.Receipt)
 	if err != nil {
 		return toStatus(op, err)
 	}
@@ -284,7 +285,7 @@ func rehydrateResult(op string, req service.RehydrateRequest, out []byte, size u
 		return service.RehydrateResult{}, internal
 	}
 	var rc receipts.RehydrationReceipt
-	if err := receipts.Unmarshal(m.ReceiptJson, &rc, receipts.Options{MaxBytes: 64 << 10}); err != nil {
+	if err := canon.Unmarshal(m.ReceiptJson, &rc, canon.Options{MaxBytes: 64 << 10}); err != nil {
 		return service.RehydrateResult{}, internal
 	}
 	if rc.Schema != receipts.SchemaRehydration || rc.Lease != req.Lease || rc.ReturnDigest != req.Claim.ReturnDigest {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
@@ -54,7 +55,7 @@ type rhDoc struct {
 
 func (d rhDoc) bytes(t testing.TB) []byte {
 	t.Helper()
-	b, err := receipts.Marshal(d)
+	b, err := canon.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
 	}

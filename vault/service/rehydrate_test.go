@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
@@ -42,7 +43,7 @@ type answer struct {
 
 func (a answer) bytes(t testing.TB) []byte {
 	t.Helper()
-	b, err := receipts.Marshal(a)
+	b, err := canon.Marshal(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestRehydrate(t *testing.T) {
 	if diff := cmp.Diff(wantRc, res.Receipt); diff != "" {
 		t.Errorf("receipt (-want +got):\n%s", diff)
 	}
-	rc, err := receipts.Marshal(res.Receipt)
+	rc, err := canon.Marshal(res.Receipt)
 	if err != nil {
 		t.Fatal(err)
 	}

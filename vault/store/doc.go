@@ -7,7 +7,7 @@
 // lease id ("pcl:" + base32 of them), so no key is derived from a value:
 //
 //	0x01 ‖ id   the lease record: lease.Lease as JSON (encoding/json), read
-//	            back through receipts.Unmarshal and lease.Check
+//	            back through canon.Unmarshal and lease.Check
 //	0x02 ‖ id   the sealed map: AEAD ciphertext the vault produced under the
 //	            lease's data key, opaque here
 //	0xf0 'c'    the high-water mark of the vault clock (unix ns, 8 bytes BE)

@@ -14,8 +14,8 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/lease"
-	"github.com/privacycut/privacycut/receipts"
 )
 
 // Key prefixes. A Badger key is one prefix byte followed, for lease records
@@ -203,7 +203,7 @@ func decodeLease(op string, b []byte, id string) (lease.Lease, error) {
 	if len(b) > MaxRecord {
 		return l, newError(op, ErrCorrupt, nil)
 	}
-	if err := receipts.Unmarshal(b, &l, receipts.Options{MaxBytes: MaxRecord}); err != nil {
+	if err := canon.Unmarshal(b, &l, canon.Options{MaxBytes: MaxRecord}); err != nil {
 		return lease.Lease{}, newError(op, ErrCorrupt, nil)
 	}
 	if err := l.Check(); err != nil {

@@ -33,7 +33,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/canon"
 )
 
 func main() {
@@ -180,7 +180,7 @@ func mac(b string) string {
 
 // mustCanonical checks that a hand-built document is already canonical.
 func mustCanonical(doc string) string {
-	c, err := receipts.Canonicalize([]byte(doc))
+	c, err := canon.Canonicalize([]byte(doc))
 	if err != nil {
 		log.Fatalf("vecgen: hand-built document does not parse: %v", err)
 	}
@@ -191,7 +191,7 @@ func mustCanonical(doc string) string {
 }
 
 func canonical(doc string) string {
-	c, err := receipts.Canonicalize([]byte(doc))
+	c, err := canon.Canonicalize([]byte(doc))
 	if err != nil {
 		log.Fatalf("vecgen: document does not parse: %v", err)
 	}

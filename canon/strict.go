@@ -1,4 +1,4 @@
-package receipts
+package canon
 
 import (
 	"bytes"
@@ -23,9 +23,9 @@ import (
 // is built from the Go schema (field names from struct tags and array
 // indices), never from keys or values read from the document.
 type SyntaxError struct {
-	// Code is MalformedRecord, InvalidUTF8 (raw invalid bytes or a lone
+	// Class is MalformedRecord, InvalidUTF8 (raw invalid bytes or a lone
 	// surrogate escape) or LimitExceeded (document size or nesting depth).
-	Code Code
+	Class Class
 	// Offset is the byte offset of the offending token in the document.
 	Offset int
 	// Line and Column are 1-based; Column counts bytes and only LF ends a
@@ -44,7 +44,7 @@ type SyntaxError struct {
 
 func (e *SyntaxError) Error() string {
 	b := make([]byte, 0, 64+len(e.Reason)+len(e.Path))
-	b = append(b, "receipts: json: "...)
+	b = append(b, "canon: json: "...)
 	b = append(b, e.Reason...)
 	if e.Line > 0 {
 		b = append(b, " at line "...)
@@ -98,8 +98,8 @@ func lineCol(data []byte, off int) (line, col int) {
 	return line, col
 }
 
-func newSyntaxError(data []byte, code Code, off, length int, reason string) *SyntaxError {
-	e := &SyntaxError{Code: code, Offset: off, Length: length, Reason: reason}
+func newSyntaxError(data []byte, code Class, off, length int, reason string) *SyntaxError {
+	e := &SyntaxError{Class: code, Offset: off, Length: length, Reason: reason}
 	if data != nil {
 		e.Line, e.Column = lineCol(data, off)
 	}
@@ -193,7 +193,7 @@ type parser struct {
 // arenaChunk is the size of the first chunk of decoded strings.
 const arenaChunk = 16 << 10
 
-func (p *parser) fail(code Code, off, length int, reason string) error {
+func (p *parser) fail(code Class, off, length int, reason string) error {
 	return newSyntaxError(p.data, code, off, length, reason)
 }
 
@@ -739,12 +739,12 @@ func scanPlain(data []byte, i int) (int, bool) {
 
 // ErrInvalidTarget is returned when Unmarshal or Decode is not given a
 // non-nil pointer.
-var ErrInvalidTarget = errors.New("receipts: json: decode target must be a non-nil pointer")
+var ErrInvalidTarget = errors.New("canon: json: decode target must be a non-nil pointer")
 
 // ErrUnsupportedType is wrapped by the error returned when a Go type cannot
 // be decoded or encoded by this package (see the package documentation for
 // the supported types). It names the Go type, never input.
-var ErrUnsupportedType = errors.New("receipts: json: unsupported Go type")
+var ErrUnsupportedType = errors.New("canon: json: unsupported Go type")
 
 // The fixed reasons of decoding refusals.
 const (

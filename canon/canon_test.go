@@ -1,10 +1,12 @@
-package receipts
+package canon
 
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -149,7 +151,7 @@ func TestCanonicalNumberLiterals(t *testing.T) {
 	for _, in := range []string{"1e400", "-1e400", "1.8e308", "[1,2e999]"} {
 		_, err := Canonicalize([]byte(in))
 		r := asRefusal(t, err)
-		if r.Code != MalformedRecord || r.Reason != "number out of range" || r.Line != 1 {
+		if r.Class != MalformedRecord || r.Reason != "number out of range" || r.Line != 1 {
 			t.Errorf("Canonicalize(%s): got %+v", in, r)
 		}
 	}
@@ -485,9 +487,8 @@ func TestMarshalRefusals(t *testing.T) {
 		t.Errorf("nesting of exactly DefaultMaxDepth refused: %v", err)
 	}
 	type withKey struct {
-		Key EvidenceKey `json:"key"`
+		Key refusingMarshaler `json:"key"`
 	}
-	key, _ := NewEvidenceKey(bytes.Repeat([]byte{'k'}, 32))
 	type inner struct {
 		Name string `json:"name"`
 	}
@@ -517,8 +518,8 @@ func TestMarshalRefusals(t *testing.T) {
 		{"bad MarshalJSON output", badMarshaler{`{"a":1} x`}, EncodeError{MalformedRecord, "", "invalid MarshalJSON output"}},
 		{"MarshalJSON output not finite", badMarshaler{`1e999`}, EncodeError{MalformedRecord, "", "invalid MarshalJSON output"}},
 		{"MarshalText error", textLevel(-1), EncodeError{MalformedRecord, "", "MarshalText failed"}},
-		{"evidence key", withKey{Key: *key}, EncodeError{MalformedRecord, "key", "MarshalJSON failed"}},
-		{"evidence key pointer", key, EncodeError{MalformedRecord, "", "MarshalJSON failed"}},
+		{"secret that refuses encoding", withKey{}, EncodeError{MalformedRecord, "key", "MarshalJSON failed"}},
+		{"secret pointer", &refusingMarshaler{}, EncodeError{MalformedRecord, "", "MarshalJSON failed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -695,3 +696,23 @@ func FuzzCanonical(f *testing.F) {
 // negZero is IEEE negative zero. The literal -0.0 is a constant expression
 // and equals +0 in Go, so it cannot stand for it.
 var negZero = math.Copysign(0, -1)
+
+// refusingMarshaler refuses to be encoded, as the secret types of the
+// project do (receipts.EvidenceKey, receipts.Plaintext).
+type refusingMarshaler struct{}
+
+func (refusingMarshaler) MarshalJSON() ([]byte, error) { return nil, errors.New("not serializable") }
+
+func TestDocExampleDigest(t *testing.T) {
+	// The worked example of the package documentation, end to end; the
+	// digest was computed independently (Python hashlib) from the vector.
+	f := readTxtar(t, "testdata/canonical/doc-example.txtar")
+	c, err := Canonicalize(f["input.json"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "sha256:567338d5aca5fe54c109265927dca0960de4df2025155d6e2928a0351b009575"
+	if got := fmt.Sprintf("sha256:%x", sha256.Sum256(c)); got != want {
+		t.Errorf("digest of the doc example = %s, want %s", got, want)
+	}
+}

@@ -1,4 +1,4 @@
-package receipts
+package canon
 
 import (
 	"cmp"
@@ -64,8 +64,8 @@ func (v *Value) AppendCanonical(dst []byte) ([]byte, error) {
 	return out, nil
 }
 
-func treeError(code Code, off, length int, reason string) error {
-	return &SyntaxError{Code: code, Offset: off, Length: length, Reason: reason}
+func treeError(code Class, off, length int, reason string) error {
+	return &SyntaxError{Class: code, Offset: off, Length: length, Reason: reason}
 }
 
 // appendCanonical writes v canonically. trusted means the tree comes
@@ -395,13 +395,13 @@ func appendCompact(dst []byte, v *Value) []byte {
 // EncodeError is returned by Marshal for a Go value that has no canonical
 // JSON form. It names the schema path and a fixed reason, never the value.
 type EncodeError struct {
-	Code   Code   // MalformedRecord, InvalidUTF8 or LimitExceeded
+	Class  Class  // MalformedRecord, InvalidUTF8 or LimitExceeded
 	Path   string // schema path of the offending value, "" for the top level
 	Reason string // fixed, content-free description
 }
 
 func (e *EncodeError) Error() string {
-	s := "receipts: json: cannot encode: " + e.Reason
+	s := "canon: json: cannot encode: " + e.Reason
 	if e.Path != "" {
 		s += " in " + e.Path
 	}
@@ -452,9 +452,9 @@ type encoder struct {
 	derefs int
 }
 
-func (e *encoder) fail(code Code, reason string) error {
+func (e *encoder) fail(code Class, reason string) error {
 	d := decoder{path: e.path}
-	return &EncodeError{Code: code, Path: d.pathString(), Reason: reason}
+	return &EncodeError{Class: code, Path: d.pathString(), Reason: reason}
 }
 
 func (e *encoder) enter() error {
@@ -480,7 +480,7 @@ func (e *encoder) fromTree(dst []byte, v *Value, trusted bool, reason string) ([
 	if err != nil {
 		code := MalformedRecord
 		if se, ok := err.(*SyntaxError); ok {
-			code = se.Code
+			code = se.Class
 		}
 		return dst, e.fail(code, reason)
 	}
@@ -494,7 +494,7 @@ func (e *encoder) parseOwn(data []byte, reason string) (*Value, error) {
 	if err != nil {
 		code := MalformedRecord
 		if se, ok := err.(*SyntaxError); ok {
-			code = se.Code
+			code = se.Class
 		}
 		return nil, e.fail(code, reason)
 	}

@@ -1,4 +1,4 @@
-package receipts
+package canon
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 // refusal is the observable part of a *SyntaxError.
 type refusal struct {
-	Code         Code
+	Class        Class
 	Offset       int
 	Line, Column int
 	Length       int
@@ -28,7 +28,7 @@ func asRefusal(t *testing.T, err error) refusal {
 	if !errors.As(err, &se) {
 		t.Fatalf("error %v (%T) is not a *SyntaxError", err, err)
 	}
-	return refusal{se.Code, se.Offset, se.Line, se.Column, se.Length, se.Reason}
+	return refusal{se.Class, se.Offset, se.Line, se.Column, se.Length, se.Reason}
 }
 
 func TestParseRefusals(t *testing.T) {
@@ -213,7 +213,7 @@ func TestParseDepthLimit(t *testing.T) {
 	}
 	doc = strings.Repeat("[", hardMaxDepth+1) + strings.Repeat("]", hardMaxDepth+1)
 	_, err := Parse([]byte(doc), Options{MaxDepth: 1 << 30})
-	if got := asRefusal(t, err); got.Code != LimitExceeded || got.Offset != hardMaxDepth {
+	if got := asRefusal(t, err); got.Class != LimitExceeded || got.Offset != hardMaxDepth {
 		t.Errorf("MaxDepth above the hard cap: got %+v", got)
 	}
 }
@@ -300,10 +300,10 @@ func TestSyntaxErrorMessage(t *testing.T) {
 		err  SyntaxError
 		want string
 	}{
-		{SyntaxError{Code: MalformedRecord, Offset: 20, Line: 3, Column: 5, Length: 3, Reason: "duplicate key"},
-			"receipts: json: duplicate key at line 3 col 5"},
-		{SyntaxError{Code: MalformedRecord, Offset: 20, Reason: "unknown field", Path: "parts[3].label"},
-			"receipts: json: unknown field at offset 20 in parts[3].label"},
+		{SyntaxError{Class: MalformedRecord, Offset: 20, Line: 3, Column: 5, Length: 3, Reason: "duplicate key"},
+			"canon: json: duplicate key at line 3 col 5"},
+		{SyntaxError{Class: MalformedRecord, Offset: 20, Reason: "unknown field", Path: "parts[3].label"},
+			"canon: json: unknown field at offset 20 in parts[3].label"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
@@ -508,11 +508,11 @@ func TestParseStringEveryByte(t *testing.T) {
 				off := align + 1 + pos
 				switch {
 				case b < 0x20:
-					if r := asRefusal(t, err); r.Code != MalformedRecord || r.Offset != off || r.Reason != "control character in string" {
+					if r := asRefusal(t, err); r.Class != MalformedRecord || r.Offset != off || r.Reason != "control character in string" {
 						t.Fatalf("byte %#x at %d: %+v", b, pos, r)
 					}
 				case b >= 0x80:
-					if r := asRefusal(t, err); r.Code != InvalidUTF8 || r.Offset != off {
+					if r := asRefusal(t, err); r.Class != InvalidUTF8 || r.Offset != off {
 						t.Fatalf("byte %#x at %d: %+v", b, pos, r)
 					}
 				default:

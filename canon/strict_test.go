@@ -1,4 +1,4 @@
-package receipts
+package canon
 
 import (
 	"bytes"
@@ -160,7 +160,7 @@ func TestUnmarshalIntegers(t *testing.T) {
 	for _, tt := range refuses {
 		var got ints
 		err := Unmarshal([]byte(tt.in), &got, Options{})
-		if r := asRefusal(t, err); r.Reason != tt.reason || r.Code != MalformedRecord {
+		if r := asRefusal(t, err); r.Reason != tt.reason || r.Class != MalformedRecord {
 			t.Errorf("%s: got %+v, want reason %q", tt.in, r, tt.reason)
 		}
 	}
@@ -332,7 +332,7 @@ func TestUnmarshalCustomDecoders(t *testing.T) {
 	for _, in := range []string{`{"fail":"` + canary + `"}`, `{"lv":"` + canary + `"}`} {
 		err := Unmarshal([]byte(in), &d, Options{})
 		r := asRefusal(t, err)
-		if r.Reason != "invalid value" || r.Code != MalformedRecord {
+		if r.Reason != "invalid value" || r.Class != MalformedRecord {
 			t.Errorf("%s: got %+v", in, r)
 		}
 		if strings.Contains(err.Error(), canary) {
@@ -455,7 +455,7 @@ func FuzzStrictAgrees(f *testing.F) {
 		var ours any
 		if err := Unmarshal(data, &ours, Options{}); err != nil {
 			var se *SyntaxError
-			if !errors.As(err, &se) || !se.Code.Valid() || se.Offset < 0 || se.Offset > len(data) {
+			if !errors.As(err, &se) || !se.Class.valid() || se.Offset < 0 || se.Offset > len(data) {
 				t.Fatalf("bad refusal %#v", err)
 			}
 			return
@@ -588,7 +588,7 @@ func TestUnmarshalLargeString(t *testing.T) {
 	}
 	bad[at] = 0xff
 	err := Unmarshal(bad, &got, Options{})
-	if r := asRefusal(t, err); r.Code != InvalidUTF8 || r.Offset != at {
+	if r := asRefusal(t, err); r.Class != InvalidUTF8 || r.Offset != at {
 		t.Errorf("got %+v, want InvalidUTF8 at %d", r, at)
 	}
 }
