@@ -58,13 +58,6 @@ func (e *Error) Error() string {
 	return "egress: " + e.Op + " refused: " + string(e.Code) + ": " + e.Reason
 }
 
-// verifierClaims are the claims of CutVerification@1, all of them, in order
-// (docs/DESIGN.md "Verifier claims").
-var verifierClaims = []string{
-	"export-canonical", "coverage", "public-preserved", "owners-replaced",
-	"token-consistency", "no-residual", "plan-match", "receipt-chain",
-}
-
 // Options configure an Authority.
 type Options struct {
 	Journal        *Journal         // nil: no journal
@@ -228,7 +221,7 @@ func (a *Authority) check(req *SealRequest, now time.Time) (checked, string, err
 			return c, ReasonSchema, nil
 		}
 	}
-	if !passed(v) {
+	if !v.Passed() {
 		return c, ReasonVerdict, nil
 	}
 	if p.Mode != v.Mode || (p.Mode != receipts.ModeIrreversible && p.Mode != receipts.ModeReversible) {
@@ -325,20 +318,6 @@ func (a *Authority) check(req *SealRequest, now time.Time) (checked, string, err
 		return c, "", fmt.Errorf("egress: seal: verification digest: %w", err)
 	}
 	return c, "", nil
-}
-
-// passed reports whether v is a pass verdict naming every claim, in order,
-// each holding.
-func passed(v *receipts.Verification) bool {
-	if v.Verdict != "pass" || len(v.Claims) != len(verifierClaims) {
-		return false
-	}
-	for i, cl := range v.Claims {
-		if cl.Name != verifierClaims[i] || !cl.OK {
-			return false
-		}
-	}
-	return true
 }
 
 // refuseSeal journals a seal refusal and returns it. No digest is

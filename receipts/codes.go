@@ -34,6 +34,10 @@ const (
 	LeaseNotActive              Code = "LEASE_NOT_ACTIVE"
 	LeaseClaimConflict          Code = "LEASE_CLAIM_CONFLICT"
 	LeaseUnrecoverable          Code = "LEASE_UNRECOVERABLE"
+	// UpstreamFailed: the provider's answer was not a usable answer (an
+	// error status other than 429, a refusal, a truncation, no answer of
+	// the profile's shape) or redelivery ran out of uses or time.
+	UpstreamFailed Code = "UPSTREAM_FAILED"
 )
 
 var allCodes = []Code{
@@ -42,7 +46,7 @@ var allCodes = []Code{
 	AmbiguousSpan, InvalidUTF8, UnknownLineage, ExcessAncestry, LostUtility, PlanMismatch,
 	LimitExceeded, VaultProfileNotProven, LeaseDurabilityInsufficient, TokenNotIssued,
 	TokenOtherNamespace, TokenWrongCategory, TokenWrongPath, TokenOverCardinality,
-	LeaseNotActive, LeaseClaimConflict, LeaseUnrecoverable,
+	LeaseNotActive, LeaseClaimConflict, LeaseUnrecoverable, UpstreamFailed,
 }
 
 // Codes returns every refusal code, in SPEC order. The slice is a copy.

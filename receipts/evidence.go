@@ -25,6 +25,47 @@ const (
 	ModeReversible   = "reversible"
 )
 
+// Verdicts of a CutVerification@1.
+const (
+	VerdictPass = "pass"
+	VerdictFail = "fail"
+)
+
+// The claims of CutVerification@1 (docs/FORMATS.md), in the order they are
+// always listed.
+const (
+	ClaimExportCanonical = "export-canonical"
+	ClaimCoverage        = "coverage"
+	ClaimPublicPreserved = "public-preserved"
+	ClaimOwnersReplaced  = "owners-replaced"
+	ClaimTokenConsistent = "token-consistency"
+	ClaimNoResidual      = "no-residual"
+	ClaimPlanMatch       = "plan-match"
+	ClaimReceiptChain    = "receipt-chain"
+)
+
+var claims = []string{
+	ClaimExportCanonical, ClaimCoverage, ClaimPublicPreserved, ClaimOwnersReplaced,
+	ClaimTokenConsistent, ClaimNoResidual, ClaimPlanMatch, ClaimReceiptChain,
+}
+
+// Claims returns the claim names in their fixed order. The slice is a copy.
+func Claims() []string { return append([]string(nil), claims...) }
+
+// Passed reports whether v is a pass verdict naming every claim, in order,
+// each holding. It says nothing of where v came from.
+func (v *Verification) Passed() bool {
+	if v.Verdict != VerdictPass || len(v.Claims) != len(claims) {
+		return false
+	}
+	for i, cl := range v.Claims {
+		if cl.Name != claims[i] || !cl.OK {
+			return false
+		}
+	}
+	return true
+}
+
 // PolicyRevision is the policy this build enforces: a plan names it, and the
 // censor, the verifier and the seal authority each require it.
 const PolicyRevision = "privacycut-policy/1"
@@ -75,6 +116,38 @@ type Plan struct {
 	ReturnWindowS      int    `json:"return_window_s,omitempty"`
 	Station            string `json:"station,omitempty"`
 	OutputSchemaDigest string `json:"output_schema_digest,omitempty"`
+
+	// Wire is the provider request the export is sent as; nil is export@1.
+	Wire *Wire `json:"wire,omitempty"`
+	// RouteDigest is S(route) of the DisclosureRoute@1 the plan was made
+	// from, "" for a plan made without a route.
+	RouteDigest string `json:"route_digest,omitempty"`
+}
+
+// Wire profiles: the exact request body a cut is sent as.
+const (
+	WireExport            = "export@1"             // the export itself
+	WireOpenAIChat        = "openai-chat@1"        // OpenAI Chat Completions
+	WireAnthropicMessages = "anthropic-messages@1" // Anthropic Messages
+)
+
+// Wire is the wire profile of a plan or a route. Instruction is public text
+// approved with the route; it is the only byte of a wire body that comes
+// from neither the export nor the plan.
+type Wire struct {
+	Profile         string `json:"profile"`
+	Model           string `json:"model,omitempty"`
+	Instruction     string `json:"instruction,omitempty"`
+	MaxOutputTokens int    `json:"max_output_tokens,omitempty"`
+}
+
+// WireProfile returns the plan's wire profile name, WireExport when the
+// plan has none.
+func (p *Plan) WireProfile() string {
+	if p.Wire == nil {
+		return WireExport
+	}
+	return p.Wire.Profile
 }
 
 // Retention profiles a plan may name: how long a rehydrated result may be
@@ -147,6 +220,9 @@ type Verification struct {
 	PlanDigest       string  `json:"plan_digest"`
 	VocabularyDigest string  `json:"vocabulary_digest"`
 	ReceiptsDigest   string  `json:"receipts_digest"` // digest of the terminal receipt
+	// WireDigest is S(wire body) of the request the cut is sent as; for
+	// export@1 the wire body is the export and this is ExportDigest.
+	WireDigest string `json:"wire_digest,omitempty"`
 }
 
 // Failed returns the names of the failed claims.
@@ -175,6 +251,11 @@ type Bundle struct {
 	Seal         *SealRef                `json:"seal"`
 	Lease        *string                 `json:"lease"`
 	LabelDigest  string                  `json:"label_digest"`
+	// Wire profiles other than export@1: the wire body as sent, its
+	// digest, and the output schema document it was rendered with.
+	Wire         json.RawMessage `json:"wire,omitempty"`
+	WireDigest   string          `json:"wire_digest,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // PrivacyCut is PrivacyCut@1: a seal, held in one process's memory.
@@ -183,6 +264,7 @@ type PrivacyCut struct {
 	EventID            string   `json:"event_id"`
 	SourceDigest       string   `json:"source_digest"`
 	ExportDigest       string   `json:"export_digest"`
+	WireDigest         string   `json:"wire_digest,omitempty"`
 	PlanDigest         string   `json:"plan_digest"`
 	ReceiptsDigest     string   `json:"receipts_digest"`
 	VerificationDigest string   `json:"verification_digest"`

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/privacycut/privacycut/receipts"
 )
 
 // benchRequest builds an honest irreversible cut of a 64 MiB projection.
@@ -13,7 +15,7 @@ func benchRequest(b *testing.B) Request {
 	text := bigText(size / 4)
 	parts := []testPart{{"block", "a", text}, {"history", "b", text}, {"tool", "c", text}, {"artifact", "d", text}}
 	req := makeCut(b, parts, cutOptions{})
-	if v := Verify(req); v.Verdict != "pass" {
+	if v := Verify(req); v.Verdict != receipts.VerdictPass {
 		b.Fatalf("benchmark cut does not verify: %+v", v.Claims)
 	}
 	return req
@@ -25,7 +27,7 @@ func BenchmarkVerify(b *testing.B) {
 		b.SetBytes(int64(len(req.Source)))
 		start := cpuTime()
 		for b.Loop() {
-			if v := Verify(req); v.Verdict != "pass" {
+			if v := Verify(req); v.Verdict != receipts.VerdictPass {
 				b.Fatal(v.Verdict)
 			}
 		}
@@ -47,7 +49,7 @@ func BenchmarkVerify(b *testing.B) {
 		b.SetBytes(int64(len(req.Source)))
 		for b.Loop() {
 			v, err := c.Checker().Verify(context.Background(), req)
-			if err != nil || v.Verdict != "pass" {
+			if err != nil || v.Verdict != receipts.VerdictPass {
 				b.Fatal(err, v.Verdict)
 			}
 		}
@@ -65,7 +67,7 @@ func BenchmarkVerify(b *testing.B) {
 		b.SetBytes(int64(len(req.Source)))
 		for b.Loop() {
 			v, err := Run(context.Background(), exe, []string{"-test.run=^$"}, []string{pluginEnv + "=1"}, nil, req)
-			if err != nil || v.Verdict != "pass" {
+			if err != nil || v.Verdict != receipts.VerdictPass {
 				b.Fatal(err, v.Verdict)
 			}
 		}

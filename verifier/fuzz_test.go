@@ -82,7 +82,7 @@ func FuzzVerifyExport(f *testing.F) {
 			req.ExportDigest = receipts.SHA256(export)
 		}
 		v := verify(req)
-		if v.Verdict == "pass" && !bytes.Equal(export, base.Export) {
+		if v.Verdict == receipts.VerdictPass && !bytes.Equal(export, base.Export) {
 			t.Fatalf("a different export passed")
 		}
 	})

@@ -191,17 +191,17 @@ func fromWire(r *verifierpb.VerifyResponse) (receipts.Verification, error) {
 		SourceDigest: r.GetSourceDigest(), ExportDigest: r.GetExportDigest(), PlanDigest: r.GetPlanDigest(),
 		VocabularyDigest: r.GetVocabularyDigest(), ReceiptsDigest: r.GetReceiptsDigest(),
 	}
-	names := Claims()
+	names := receipts.Claims()
 	if v.Schema != receipts.SchemaVerification || len(r.GetClaims()) != len(names) {
 		return receipts.Verification{}, ErrReply
 	}
-	verdict := "pass"
+	verdict := receipts.VerdictPass
 	for i, c := range r.GetClaims() {
 		if c.GetName() != names[i] {
 			return receipts.Verification{}, ErrReply
 		}
 		if !c.GetOk() {
-			verdict = "fail"
+			verdict = receipts.VerdictFail
 		}
 		v.Claims = append(v.Claims, receipts.Claim{Name: c.GetName(), OK: c.GetOk(), Detail: c.GetDetail()})
 	}

@@ -60,7 +60,7 @@ func TestClientChecksAnswer(t *testing.T) {
 		"other plan":   makeCut(t, sampleParts, cutOptions{allowed: []string{"module", "team", "person"}}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if v := Verify(other); v.Verdict != "pass" {
+			if v := Verify(other); v.Verdict != receipts.VerdictPass {
 				t.Fatalf("the other request does not pass: %v", v.Failed())
 			}
 			client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{PluginName: &grpcPlugin{impl: answersOther{other}}})
@@ -71,7 +71,7 @@ func TestClientChecksAnswer(t *testing.T) {
 			}
 			v, err := raw.(Checker).Verify(context.Background(), req)
 			if name == "this request" {
-				if err != nil || v.Verdict != "pass" {
+				if err != nil || v.Verdict != receipts.VerdictPass {
 					t.Fatalf("%v, %v", v.Verdict, err)
 				}
 				return
@@ -125,14 +125,14 @@ func TestGRPCAdapters(t *testing.T) {
 	for _, v := range loadVectors(t) {
 		t.Run(v.name, func(t *testing.T) {
 			got := agreeInProcess(t, c, v.request(t))
-			if (got.Verdict == "pass") != v.pass {
+			if (got.Verdict == receipts.VerdictPass) != v.pass {
 				t.Errorf("verdict %s", got.Verdict)
 			}
 		})
 	}
 	t.Run("multi-chunk inputs", func(t *testing.T) {
 		req := makeCut(t, []testPart{{"block", "big", bigText(3*chunkSize + 12345)}}, cutOptions{})
-		if got := agreeInProcess(t, c, req); got.Verdict != "pass" {
+		if got := agreeInProcess(t, c, req); got.Verdict != receipts.VerdictPass {
 			t.Fatalf("verdict %s: %+v", got.Verdict, got.Claims)
 		}
 	})
@@ -275,7 +275,7 @@ func TestSubprocess(t *testing.T) {
 	for _, v := range loadVectors(t) {
 		vs[v.name] = v
 	}
-	if got := agreeInProcess(t, c.Checker(), vs["good-irreversible"].request(t)); got.Verdict != "pass" {
+	if got := agreeInProcess(t, c.Checker(), vs["good-irreversible"].request(t)); got.Verdict != receipts.VerdictPass {
 		t.Errorf("good vector: %s %+v", got.Verdict, got.Claims)
 	}
 	if got := agreeInProcess(t, c.Checker(), vs["value-left"].request(t)); got.Verdict != "fail" {

@@ -112,7 +112,7 @@ func TestVectors(t *testing.T) {
 			checkShape(t, got)
 			failed := got.Failed()
 			if v.pass {
-				if got.Verdict != "pass" || len(failed) != 0 {
+				if got.Verdict != receipts.VerdictPass || len(failed) != 0 {
 					t.Fatalf("verdict %s, failed claims %v: %+v", got.Verdict, failed, got.Claims)
 				}
 				return
@@ -139,8 +139,8 @@ func checkShape(t *testing.T, v receipts.Verification) {
 	for _, c := range v.Claims {
 		names = append(names, c.Name)
 	}
-	if !slices.Equal(names, Claims()) {
-		t.Errorf("claims %v, want %v", names, Claims())
+	if !slices.Equal(names, receipts.Claims()) {
+		t.Errorf("claims %v, want %v", names, receipts.Claims())
 	}
 	pass := true
 	for _, c := range v.Claims {

@@ -14,24 +14,6 @@ import (
 // Revision names this verifier in every CutVerification@1 it writes.
 const Revision = "verifier/1"
 
-// The claims of CutVerification@1, in the order they are always listed.
-const (
-	ClaimExportCanonical = "export-canonical"
-	ClaimCoverage        = "coverage"
-	ClaimPublicPreserved = "public-preserved"
-	ClaimOwnersReplaced  = "owners-replaced"
-	ClaimTokenConsistent = "token-consistency"
-	ClaimNoResidual      = "no-residual"
-	ClaimPlanMatch       = "plan-match"
-	ClaimReceiptChain    = "receipt-chain"
-)
-
-// Claims returns the claim names in their fixed order.
-func Claims() []string {
-	return []string{ClaimExportCanonical, ClaimCoverage, ClaimPublicPreserved, ClaimOwnersReplaced,
-		ClaimTokenConsistent, ClaimNoResidual, ClaimPlanMatch, ClaimReceiptChain}
-}
-
 const (
 	cExport = iota
 	cCoverage
@@ -83,10 +65,10 @@ func Unverifiable(detail string) receipts.Verification {
 // failAll is the verification of a run that could not complete.
 func failAll(req Request, detail string) receipts.Verification {
 	v := receipts.Verification{
-		Schema: receipts.SchemaVerification, Verdict: "fail", Verifier: Revision,
+		Schema: receipts.SchemaVerification, Verdict: receipts.VerdictFail, Verifier: Revision,
 		ExportDigest: receipts.SHA256(req.Export),
 	}
-	for _, n := range Claims() {
+	for _, n := range receipts.Claims() {
 		v.Claims = append(v.Claims, receipts.Claim{Name: n, OK: false, Detail: detail})
 	}
 	return v
@@ -254,7 +236,7 @@ func (c *check) run() receipts.Verification {
 
 	v := receipts.Verification{
 		Schema:           receipts.SchemaVerification,
-		Verdict:          "pass",
+		Verdict:          receipts.VerdictPass,
 		Verifier:         Revision,
 		Mode:             c.mode,
 		ExportDigest:     c.exportDigest,
@@ -265,11 +247,11 @@ func (c *check) run() receipts.Verification {
 	if n := len(c.recDigests); n > 0 {
 		v.ReceiptsDigest = c.recDigests[n-1]
 	}
-	for i, name := range Claims() {
+	for i, name := range receipts.Claims() {
 		o := &c.out[i]
 		v.Claims = append(v.Claims, receipts.Claim{Name: name, OK: o.ok(), Detail: o.detail()})
 		if !o.ok() {
-			v.Verdict = "fail"
+			v.Verdict = receipts.VerdictFail
 		}
 	}
 	return v

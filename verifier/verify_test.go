@@ -59,7 +59,7 @@ func TestVerifyTampering(t *testing.T) {
 		{
 			name:   "no evidence key",
 			mutate: func(r *Request) { r.EvidenceKey = nil },
-			want:   []string{ClaimPlanMatch, ClaimReceiptChain},
+			want:   []string{receipts.ClaimPlanMatch, receipts.ClaimReceiptChain},
 		},
 		{
 			name: "wiped evidence key",
@@ -68,7 +68,7 @@ func TestVerifyTampering(t *testing.T) {
 				k.Wipe()
 				r.EvidenceKey = k
 			},
-			want: []string{ClaimPlanMatch, ClaimReceiptChain},
+			want: []string{receipts.ClaimPlanMatch, receipts.ClaimReceiptChain},
 		},
 		{
 			name: "another evidence key",
@@ -76,44 +76,44 @@ func TestVerifyTampering(t *testing.T) {
 				k, _ := receipts.NewEvidenceKey([]byte("ffffffffffffffffffffffffffffffff"))
 				r.EvidenceKey = k
 			},
-			want: []string{ClaimPlanMatch, ClaimReceiptChain},
+			want: []string{receipts.ClaimPlanMatch, receipts.ClaimReceiptChain},
 		},
 		{
 			name:   "no clock",
 			mutate: func(r *Request) { r.Now = time.Time{} },
-			want:   []string{ClaimPlanMatch},
+			want:   []string{receipts.ClaimPlanMatch},
 		},
 		{
 			name:   "plan expired",
 			mutate: func(r *Request) { r.Now = testNow.Add(48 * time.Hour) },
-			want:   []string{ClaimPlanMatch},
+			want:   []string{receipts.ClaimPlanMatch},
 		},
 		{
 			name:   "claimed export digest wrong",
 			mutate: func(r *Request) { r.ExportDigest = receipts.SHA256([]byte("x")) },
-			want:   []string{ClaimExportCanonical, ClaimReceiptChain},
+			want:   []string{receipts.ClaimExportCanonical, receipts.ClaimReceiptChain},
 		},
 		{
 			name:   "category not allowed",
 			opt:    cutOptions{allowed: []string{"module", "team"}},
 			mutate: func(r *Request) {},
-			want:   []string{ClaimCoverage, ClaimPlanMatch},
+			want:   []string{receipts.ClaimCoverage, receipts.ClaimPlanMatch},
 		},
 		{
 			name:   "plan allows credential",
 			opt:    cutOptions{allowed: []string{"module", "team", "person", "credential"}},
 			mutate: func(r *Request) {},
-			want:   []string{ClaimPlanMatch},
+			want:   []string{receipts.ClaimPlanMatch},
 		},
 		{
 			name:   "source undecodable",
 			mutate: func(r *Request) { r.Source = []byte(`{"schema":"Projection@1","schema":"x"}`) },
-			want:   []string{ClaimCoverage, ClaimPublicPreserved, ClaimOwnersReplaced, ClaimTokenConsistent, ClaimNoResidual, ClaimPlanMatch, ClaimReceiptChain},
+			want:   []string{receipts.ClaimCoverage, receipts.ClaimPublicPreserved, receipts.ClaimOwnersReplaced, receipts.ClaimTokenConsistent, receipts.ClaimNoResidual, receipts.ClaimPlanMatch, receipts.ClaimReceiptChain},
 		},
 		{
 			name:   "export undecodable",
 			mutate: func(r *Request) { r.Export = []byte("{") },
-			want:   []string{ClaimExportCanonical, ClaimPublicPreserved, ClaimOwnersReplaced, ClaimTokenConsistent, ClaimNoResidual, ClaimReceiptChain},
+			want:   []string{receipts.ClaimExportCanonical, receipts.ClaimPublicPreserved, receipts.ClaimOwnersReplaced, receipts.ClaimTokenConsistent, receipts.ClaimNoResidual, receipts.ClaimReceiptChain},
 		},
 		{
 			name: "reversible plan without output schema",
@@ -121,7 +121,7 @@ func TestVerifyTampering(t *testing.T) {
 				p.OutputSchemaDigest = ""
 			}},
 			mutate: func(r *Request) {},
-			want:   []string{ClaimPlanMatch},
+			want:   []string{receipts.ClaimPlanMatch},
 		},
 		{
 			name: "reversible plan with a keyed schema digest",
@@ -129,48 +129,48 @@ func TestVerifyTampering(t *testing.T) {
 				p.OutputSchemaDigest = receipts.PrefixHMAC + strings.Repeat("a", 64)
 			}},
 			mutate: func(r *Request) {},
-			want:   []string{ClaimPlanMatch},
+			want:   []string{receipts.ClaimPlanMatch},
 		},
 		{
 			name:   "reversible plan without station",
 			opt:    cutOptions{mode: receipts.ModeReversible, plan: func(p *receipts.Plan) { p.Station = "" }},
 			mutate: func(r *Request) {},
-			want:   []string{ClaimPlanMatch},
+			want:   []string{receipts.ClaimPlanMatch},
 		},
 		{
 			name:   "reversible plan without return window",
 			opt:    cutOptions{mode: receipts.ModeReversible, plan: func(p *receipts.Plan) { p.ReturnWindowS = 0 }},
 			mutate: func(r *Request) {},
-			want:   []string{ClaimPlanMatch},
+			want:   []string{receipts.ClaimPlanMatch},
 		},
 		{
 			name:   "plan undecodable",
 			mutate: func(r *Request) { r.Plan = []byte(`{"schema":"DisclosurePlan@1","extra":1}`) },
-			want:   []string{ClaimCoverage, ClaimTokenConsistent, ClaimPlanMatch},
+			want:   []string{receipts.ClaimCoverage, receipts.ClaimTokenConsistent, receipts.ClaimPlanMatch},
 		},
 		{
 			name:   "vocabulary undecodable",
 			mutate: func(r *Request) { r.Vocabulary = []byte(`[]`) },
-			want:   []string{ClaimCoverage, ClaimPublicPreserved, ClaimOwnersReplaced, ClaimTokenConsistent, ClaimNoResidual, ClaimPlanMatch, ClaimReceiptChain},
+			want:   []string{receipts.ClaimCoverage, receipts.ClaimPublicPreserved, receipts.ClaimOwnersReplaced, receipts.ClaimTokenConsistent, receipts.ClaimNoResidual, receipts.ClaimPlanMatch, receipts.ClaimReceiptChain},
 		},
 		{
 			name:   "receipts undecodable",
 			mutate: func(r *Request) { r.Receipts = []byte(`{}`) },
-			want:   []string{ClaimPlanMatch, ClaimReceiptChain},
+			want:   []string{receipts.ClaimPlanMatch, receipts.ClaimReceiptChain},
 		},
 		{
 			name: "source missing lineage",
 			mutate: func(r *Request) {
 				r.Source = []byte(strings.Replace(string(r.Source), `"lineage":["sha256:`, `"lineage":["unknown","sha256:`, 1))
 			},
-			want: []string{ClaimCoverage, ClaimPlanMatch, ClaimReceiptChain},
+			want: []string{receipts.ClaimCoverage, receipts.ClaimPlanMatch, receipts.ClaimReceiptChain},
 		},
 		{
 			name: "value with a boundary byte straddles public items",
 			parts: []testPart{{"block", "k",
 				"finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.module=\"x/net@v0.15.0 affected\"\n"}},
 			mutate: func(r *Request) {},
-			want:   []string{ClaimNoResidual},
+			want:   []string{receipts.ClaimNoResidual},
 		},
 		{
 			// The third value reads `2" owner.team="redacted:team:3`:
@@ -180,7 +180,7 @@ func TestVerifyTampering(t *testing.T) {
 				"finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417\n" +
 					`ask triage.explain owner.team="a" owner.team="b" owner.team="2\" owner.team=\"redacted:team:3"` + "\n"}},
 			mutate: func(r *Request) {},
-			want:   []string{ClaimNoResidual},
+			want:   []string{receipts.ClaimNoResidual},
 		},
 		{
 			// The value reads `"},{"kind":"query"`: the export's JSON
@@ -190,7 +190,7 @@ func TestVerifyTampering(t *testing.T) {
 				{"block", "k", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.team=\"\\\"},{\\\"kind\\\":\\\"query\\\"\"\n"},
 				{"query", "q", "ask triage.explain\n"}},
 			mutate: func(r *Request) {},
-			want:   []string{ClaimNoResidual},
+			want:   []string{receipts.ClaimNoResidual},
 		},
 	}
 	for _, tt := range tests {
@@ -346,23 +346,23 @@ func TestVerifyRefusesWhatCensorRefuses(t *testing.T) {
 		detail string
 		more   bool // other claims fail with it (a source not recognized, an empty export)
 	}{
-		{name: "consumer without id", opt: plan(func(p *receipts.Plan) { p.Consumer.ID = "" }), claim: ClaimPlanMatch, detail: "consumer"},
-		{name: "target not http", opt: plan(func(p *receipts.Plan) { p.Target = "ftp://models.example/v1" }), claim: ClaimPlanMatch, detail: "target"},
-		{name: "another vocabulary", opt: plan(func(p *receipts.Plan) { p.VocabularyDigest = receipts.SHA256([]byte("other")) }), claim: ClaimPlanMatch, detail: "vocabulary_digest"},
-		{name: "other policy revision", opt: plan(func(p *receipts.Plan) { p.PolicyRevision = "other/1" }), claim: ClaimPlanMatch, detail: "policy_revision"},
-		{name: "no threat model", opt: plan(func(p *receipts.Plan) { p.ThreatModel = "" }), claim: ClaimPlanMatch, detail: "threat_model"},
-		{name: "target with user info", opt: plan(func(p *receipts.Plan) { p.Target = "https://u:p@models.example/v1" }), claim: ClaimPlanMatch, detail: "target"},
-		{name: "target with fragment", opt: plan(func(p *receipts.Plan) { p.Target = "https://models.example/v1#x" }), claim: ClaimPlanMatch, detail: "target"},
-		{name: "max_parents 0", opt: plan(func(p *receipts.Plan) { p.MaxParents = 0 }), claim: ClaimPlanMatch, detail: "max_parents"},
-		{name: "credential not prohibited", opt: plan(func(p *receipts.Plan) { p.Categories.Prohibited = []string{} }), claim: ClaimPlanMatch, detail: "lacks credential"},
-		{name: "allowed and prohibited", opt: plan(func(p *receipts.Plan) { p.Categories.Prohibited = append(p.Categories.Prohibited, "host") }), claim: ClaimPlanMatch, detail: "both allowed and prohibited"},
-		{name: "reversible, unknown retention", opt: cutOptions{mode: receipts.ModeReversible, plan: func(p *receipts.Plan) { p.Retention = "forever" }}, claim: ClaimPlanMatch, detail: "retention"},
-		{name: "no finding record", parts: []testPart{{"query", "q", "ask triage.explain owner.team=\"a\"\n"}}, claim: ClaimPlanMatch, detail: "LOST_UTILITY"},
+		{name: "consumer without id", opt: plan(func(p *receipts.Plan) { p.Consumer.ID = "" }), claim: receipts.ClaimPlanMatch, detail: "consumer"},
+		{name: "target not http", opt: plan(func(p *receipts.Plan) { p.Target = "ftp://models.example/v1" }), claim: receipts.ClaimPlanMatch, detail: "target"},
+		{name: "another vocabulary", opt: plan(func(p *receipts.Plan) { p.VocabularyDigest = receipts.SHA256([]byte("other")) }), claim: receipts.ClaimPlanMatch, detail: "vocabulary_digest"},
+		{name: "other policy revision", opt: plan(func(p *receipts.Plan) { p.PolicyRevision = "other/1" }), claim: receipts.ClaimPlanMatch, detail: "policy_revision"},
+		{name: "no threat model", opt: plan(func(p *receipts.Plan) { p.ThreatModel = "" }), claim: receipts.ClaimPlanMatch, detail: "threat_model"},
+		{name: "target with user info", opt: plan(func(p *receipts.Plan) { p.Target = "https://u:p@models.example/v1" }), claim: receipts.ClaimPlanMatch, detail: "target"},
+		{name: "target with fragment", opt: plan(func(p *receipts.Plan) { p.Target = "https://models.example/v1#x" }), claim: receipts.ClaimPlanMatch, detail: "target"},
+		{name: "max_parents 0", opt: plan(func(p *receipts.Plan) { p.MaxParents = 0 }), claim: receipts.ClaimPlanMatch, detail: "max_parents"},
+		{name: "credential not prohibited", opt: plan(func(p *receipts.Plan) { p.Categories.Prohibited = []string{} }), claim: receipts.ClaimPlanMatch, detail: "lacks credential"},
+		{name: "allowed and prohibited", opt: plan(func(p *receipts.Plan) { p.Categories.Prohibited = append(p.Categories.Prohibited, "host") }), claim: receipts.ClaimPlanMatch, detail: "both allowed and prohibited"},
+		{name: "reversible, unknown retention", opt: cutOptions{mode: receipts.ModeReversible, plan: func(p *receipts.Plan) { p.Retention = "forever" }}, claim: receipts.ClaimPlanMatch, detail: "retention"},
+		{name: "no finding record", parts: []testPart{{"query", "q", "ask triage.explain owner.team=\"a\"\n"}}, claim: receipts.ClaimPlanMatch, detail: "LOST_UTILITY"},
 		{name: "token-shaped value", parts: []testPart{{"block", "k", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.team=\"a\" owner.team=\"redacted:team:2\"\n"}},
-			claim: ClaimCoverage, detail: "AMBIGUOUS_SPAN", more: true},
-		{name: "negative weight", source: func(b []byte) []byte { return bytes.Replace(b, []byte(`"weight":2`), []byte(`"weight":-2`), 1) }, claim: ClaimCoverage, detail: "MALFORMED_RECORD"},
-		{name: "no parts", parts: []testPart{}, claim: ClaimCoverage, detail: "no parts", more: true},
-		{name: "too many parts", parts: many, claim: ClaimCoverage, detail: "LIMIT_EXCEEDED"},
+			claim: receipts.ClaimCoverage, detail: "AMBIGUOUS_SPAN", more: true},
+		{name: "negative weight", source: func(b []byte) []byte { return bytes.Replace(b, []byte(`"weight":2`), []byte(`"weight":-2`), 1) }, claim: receipts.ClaimCoverage, detail: "MALFORMED_RECORD"},
+		{name: "no parts", parts: []testPart{}, claim: receipts.ClaimCoverage, detail: "no parts", more: true},
+		{name: "too many parts", parts: many, claim: receipts.ClaimCoverage, detail: "LIMIT_EXCEEDED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			parts := tc.parts
@@ -400,7 +400,7 @@ func TestVerifyPlanNotItsFields(t *testing.T) {
 		v := Verify(r)
 		ok := false
 		for _, c := range v.Claims {
-			ok = ok || c.Name == ClaimPlanMatch && !c.OK && strings.Contains(c.Detail, "its fields leave out")
+			ok = ok || c.Name == receipts.ClaimPlanMatch && !c.OK && strings.Contains(c.Detail, "its fields leave out")
 		}
 		if !ok && member != `"lease":null` {
 			t.Errorf("%s: plan-match %v", member, v.Claims)
@@ -426,25 +426,25 @@ func TestVerifyReversibleTokens(t *testing.T) {
 				return other
 			}
 			return tok
-		}, "equal team values have different tokens", []string{ClaimTokenConsistent}},
+		}, "equal team values have different tokens", []string{receipts.ClaimTokenConsistent}},
 		{"two values, one token", func(occ int, tok string) string {
 			if occ == 1 {
 				return strings.Replace(tok, "qqqqqqqqqqqqqqqqqqqc", "qqqqqqqqqqqqqqqqqqqb", 1)
 			}
 			return tok
-		}, "one team token stands for different values", []string{ClaimTokenConsistent}},
+		}, "one team token stands for different values", []string{receipts.ClaimTokenConsistent}},
 		{"another namespace", func(occ int, tok string) string {
 			if occ == 1 {
 				return strings.Replace(tok, "abcdefghij", "zzzzzzzzzz", 1)
 			}
 			return tok
-		}, "namespace differs", []string{ClaimTokenConsistent}},
+		}, "namespace differs", []string{receipts.ClaimTokenConsistent}},
 		{"another category", func(occ int, tok string) string {
 			if occ == 1 {
 				return strings.Replace(tok, ":team:", ":host:", 1)
 			}
 			return tok
-		}, "category differs from its slot", []string{ClaimNoResidual, ClaimOwnersReplaced, ClaimTokenConsistent}}, // "a" inside a host token
+		}, "category differs from its slot", []string{receipts.ClaimNoResidual, receipts.ClaimOwnersReplaced, receipts.ClaimTokenConsistent}}, // "a" inside a host token
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Verify(makeCut(t, parts, cutOptions{mode: receipts.ModeReversible, token: tc.token}))
@@ -454,7 +454,7 @@ func TestVerifyReversibleTokens(t *testing.T) {
 				t.Fatalf("failed claims (-want +got):\n%s\n%+v", diff, v.Claims)
 			}
 			for _, c := range v.Claims {
-				if c.Name == ClaimTokenConsistent && !strings.Contains(c.Detail, tc.detail) {
+				if c.Name == receipts.ClaimTokenConsistent && !strings.Contains(c.Detail, tc.detail) {
 					t.Fatalf("token-consistency: %q, want %q", c.Detail, tc.detail)
 				}
 			}
@@ -472,7 +472,7 @@ func TestVerifyExpiryBoundary(t *testing.T) {
 		want []string
 	}{
 		{exp.Add(-time.Nanosecond), []string{}},
-		{exp, []string{ClaimPlanMatch}},
+		{exp, []string{receipts.ClaimPlanMatch}},
 	} {
 		req.Now = tc.now
 		if diff := cmp.Diff(tc.want, failedClaims(Verify(req))); diff != "" {

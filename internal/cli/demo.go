@@ -178,7 +178,7 @@ func (d *demo) cut(ctx context.Context, mode string, attempt int, verifierMode s
 	if err != nil {
 		return nil, nil, receipts.EgressDecision{}, fmt.Errorf("prepare: %w", err)
 	}
-	if p.verdict.Verdict != "pass" {
+	if p.verdict.Verdict != receipts.VerdictPass {
 		return nil, nil, receipts.EgressDecision{}, fmt.Errorf("verification failed: %v", p.verdict.Failed())
 	}
 	dec, err := d.auth.Admit(p.seal.EventID, p.out.Export, p.in.plan.Target, p.in.plan.Consumer)

@@ -85,7 +85,7 @@ func runPrepare(ctx context.Context, c *Cmd, args []string) error {
 	} else {
 		c.printPrepared(p)
 	}
-	if p.verdict.Verdict != "pass" {
+	if p.verdict.Verdict != receipts.VerdictPass {
 		return &verifyError{claims: p.verdict.Failed()}
 	}
 	return nil
@@ -155,7 +155,7 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 	}
 	p.bundle = receipts.Bundle{Schema: receipts.SchemaBundle, Export: json.RawMessage(p.out.Export),
 		ExportDigest: p.out.ExportDigest, Receipts: p.out.Receipts, Verification: p.verdict, LabelDigest: p.out.LabelDigest}
-	if p.verdict.Verdict != "pass" {
+	if p.verdict.Verdict != receipts.VerdictPass {
 		return p, nil
 	}
 	if auth == nil {

@@ -51,7 +51,7 @@ func TestPrepareVerify(t *testing.T) {
 			if err := canon.Unmarshal(out, &b, canon.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			if b.Schema != receipts.SchemaBundle || b.Verification.Verdict != "pass" || b.Seal == nil || b.Lease != nil ||
+			if b.Schema != receipts.SchemaBundle || b.Verification.Verdict != receipts.VerdictPass || b.Seal == nil || b.Lease != nil ||
 				len(b.Receipts) != 2 || b.ExportDigest != receipts.SHA256(b.Export) {
 				t.Fatalf("bundle %s", out)
 			}

@@ -58,7 +58,7 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	if p.verdict.Verdict != "pass" {
+	if p.verdict.Verdict != receipts.VerdictPass {
 		if f.asJSON {
 			c.printJSON(p.verdict)
 		} else {

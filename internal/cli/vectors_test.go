@@ -74,7 +74,7 @@ func TestVectorsThroughCutVerify(t *testing.T) {
 				t.Fatalf("exit %d, stdout not a verification: %v\n%s\n%s", code, err, out, errb)
 			}
 			if expect == "pass" {
-				if code != ExitOK || v.Verdict != "pass" {
+				if code != ExitOK || v.Verdict != receipts.VerdictPass {
 					t.Fatalf("exit %d, failed %v", code, v.Failed())
 				}
 				return

@@ -64,7 +64,7 @@ func runVerify(ctx context.Context, c *Cmd, args []string) error {
 	} else {
 		printVerification(c, v)
 	}
-	if v.Verdict != "pass" {
+	if v.Verdict != receipts.VerdictPass {
 		return &verifyError{claims: v.Failed()}
 	}
 	return nil
