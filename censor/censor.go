@@ -86,7 +86,7 @@ type Output struct {
 // RefusedError is a cut refused by policy: the grammar, the lineage rules or
 // the plan. It carries positions and codes only.
 type RefusedError struct {
-	Refusals []grammar.Refusal
+	Refusals []receipts.Refusal
 	Field    string // for plan refusals: the plan field that did not match
 }
 
@@ -106,7 +106,7 @@ func (e *RefusedError) Error() string {
 }
 
 func planRefusal(code receipts.Code, field string) *RefusedError {
-	return &RefusedError{Refusals: []grammar.Refusal{{Code: code, Part: -1, Kind: "plan"}}, Field: field}
+	return &RefusedError{Refusals: []receipts.Refusal{{Code: code, Part: -1, Kind: "plan"}}, Field: field}
 }
 
 // ErrNoKey is returned when no evidence key is given.
@@ -246,7 +246,7 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	}
 	out.Export = exp.buf
 	if r := escapedResidual(in.Doc, refs, pairs, out.Export); r != nil {
-		return nil, &RefusedError{Refusals: []grammar.Refusal{*r}}
+		return nil, &RefusedError{Refusals: []receipts.Refusal{*r}}
 	}
 	// The export's plain digest and the candidate's keyed one, on two CPUs.
 	done := make(chan string, 1)

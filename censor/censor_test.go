@@ -335,7 +335,7 @@ func TestLostUtility(t *testing.T) {
 	if !errors.As(err, &re) || strings.Contains(err.Error(), canary) {
 		t.Fatalf("err = %v", err)
 	}
-	want := &RefusedError{Refusals: []grammar.Refusal{{Code: receipts.LostUtility, Part: -1, Kind: "plan"}}, Field: "invariants"}
+	want := &RefusedError{Refusals: []receipts.Refusal{{Code: receipts.LostUtility, Part: -1, Kind: "plan"}}, Field: "invariants"}
 	if diff := cmp.Diff(want, re); diff != "" {
 		t.Errorf("refusal (-want +got):\n%s", diff)
 	}
@@ -495,7 +495,7 @@ func TestEscapedValueReadsInExport(t *testing.T) {
 			if out != nil || !errors.As(err, &re) || len(re.Refusals) != 1 {
 				t.Fatalf("out %v, err %v", out != nil, err)
 			}
-			want := grammar.Refusal{Code: receipts.AmbiguousSpan, Part: 0, Kind: "query", Line: 2, Column: tc.col, Length: tc.n,
+			want := receipts.Refusal{Code: receipts.AmbiguousSpan, Part: 0, Kind: "query", Line: 2, Column: tc.col, Length: tc.n,
 				Offset: len(finding) - 1 + tc.col - 1}
 			if re.Refusals[0] != want {
 				t.Fatalf("refusal %+v, want %+v", re.Refusals[0], want)

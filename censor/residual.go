@@ -19,7 +19,7 @@ import (
 // Values without escapes are not searched here: one that reads as a run of
 // public items (it holds a separator) leaves the cut to the verifier's
 // no-residual claim, which fails it (docs/DESIGN.md).
-func escapedResidual(doc *grammar.Document, refs []ownerRef, pairs []Pair, export []byte) *grammar.Refusal {
+func escapedResidual(doc *grammar.Document, refs []ownerRef, pairs []Pair, export []byte) *receipts.Refusal {
 	var ac acMatcher
 	first := map[int32]ownerRef{}
 	for _, r := range refs {
@@ -45,7 +45,7 @@ func escapedResidual(doc *grammar.Document, refs []ownerRef, pairs []Pair, expor
 	r := first[pair]
 	text := doc.Parts[r.part].Text
 	lineStart := bytes.LastIndexByte(text[:r.off], '\n') + 1
-	return &grammar.Refusal{Code: receipts.AmbiguousSpan, Part: int(r.part), Kind: doc.Parts[r.part].Kind,
+	return &receipts.Refusal{Code: receipts.AmbiguousSpan, Part: int(r.part), Kind: doc.Parts[r.part].Kind,
 		Line: 1 + bytes.Count(text[:r.off], []byte{'\n'}), Column: int(r.off) - lineStart + 1, Length: int(r.n),
 		Offset: int(r.off)}
 }

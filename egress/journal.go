@@ -24,7 +24,7 @@ type Entry struct {
 	Seal    string            `json:"seal,omitempty"` // the seal's event id
 	Codes   []receipts.Code   `json:"codes,omitempty"`
 	Reason  string            `json:"reason,omitempty"` // a fixed word (see the Reason constants)
-	Reasons []receipts.Reason `json:"reasons,omitempty"`
+	Reasons []receipts.Refusal `json:"reasons,omitempty"`
 	Digest  string            `json:"digest,omitempty"` // export digest (public)
 	Use     int               `json:"use,omitempty"`    // admission number within max_uses
 }

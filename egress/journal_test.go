@@ -25,7 +25,7 @@ func TestJournalLinesAndModes(t *testing.T) {
 	entries := []egress.Entry{
 		{EventID: "evt:1", Time: t0, Kind: "seal", Command: "seal", Seal: "evt:1", Digest: "sha256:" + strings.Repeat("0", 64)},
 		{EventID: "evt:2", Time: t0, Kind: "refusal", Command: "prepare", Codes: []receipts.Code{receipts.UncoveredText, receipts.AmbiguousSpan},
-			Reasons: []receipts.Reason{{Code: receipts.UncoveredText, Part: 0, Kind: "block", Line: 3, Column: 7, Length: 2}}},
+			Reasons: []receipts.Refusal{{Code: receipts.UncoveredText, Part: 0, Kind: "block", Line: 3, Column: 7, Length: 2}}},
 		{EventID: "evt:3", Time: t0, Kind: "admit", Command: "admit", Seal: "evt:1", Use: 1, Reason: "x\"\n\u2028"},
 	}
 	for _, e := range entries {

@@ -3,14 +3,16 @@ package grammar
 import (
 	"cmp"
 	"slices"
+
+	"github.com/privacycut/privacycut/receipts"
 )
 
 // Result is what a check of a whole projection found.
 type Result struct {
 	Parts    int
 	Stats    Stats
-	Label    Label     // the join of the parts' labels
-	Refusals []Refusal // empty when the projection is accepted
+	Label    Label              // the join of the parts' labels
+	Refusals []receipts.Refusal // empty when the projection is accepted
 }
 
 // OK reports whether the projection was accepted.
@@ -70,8 +72,8 @@ func CheckOwners(d *Document, p *Parser, maxParents int) (Result, []OwnerSpans) 
 
 // sortRefusals orders refusals by part, then position (lineage refusals,
 // which have line 0, first within a part).
-func sortRefusals(rs []Refusal) {
-	slices.SortStableFunc(rs, func(a, b Refusal) int {
+func sortRefusals(rs []receipts.Refusal) {
+	slices.SortStableFunc(rs, func(a, b receipts.Refusal) int {
 		if c := cmp.Compare(a.Part, b.Part); c != 0 {
 			return c
 		}

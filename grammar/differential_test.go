@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/privacycut/privacycut/internal/gen"
+	"github.com/privacycut/privacycut/receipts"
 )
 
 // diffParsers pairs parsers with the frozen reference over their vocabulary.
@@ -59,7 +60,7 @@ func checkAgainstReference(t *testing.T, d diffParser, text []byte) {
 		in := spare(text, spareFill)
 		wantSt, wantSpans, wantRefs := refParse(d.p, d.rv, text, spansAll)
 		var spans []Span
-		var refs []Refusal
+		var refs []receipts.Refusal
 		rp := recParser{p: d.p, v: d.p.v, text: in, mode: spansAll}
 		st := rp.run(0, len(in), 0, func(s []Span) { spans = append(spans, s...) }, &refs)
 		if !cmp.Equal(st, wantSt) || !cmp.Equal(refs, wantRefs) || !cmp.Equal(spans, wantSpans) {

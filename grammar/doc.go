@@ -26,7 +26,7 @@
 //     item, or containing controls, bidi controls, zero-width or invisible
 //     characters or noncharacters.
 //   - Refusals carry a code and a position (part, line, byte column, length)
-//     and never the refused bytes; Refusal.Error does not print input.
+//     and never the refused bytes; receipts.Refusal.Error does not print input.
 //   - Limits refuse (LIMIT_EXCEEDED); nothing is truncated.
 //   - Vocabulary lookups are O(1) hash-set probes (a seeded hash of each
 //     key's length and first, middle and last words, or xxhash of the whole

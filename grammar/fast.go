@@ -3,6 +3,8 @@ package grammar
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/privacycut/privacycut/receipts"
 )
 
 // The fast path. Most records of a real text are well formed, so run first
@@ -272,7 +274,7 @@ func (r *recParser) ownersFast(off int) int {
 			// projection, token-shaped.
 		} else {
 			var escaped, composing bool
-			var bad *Refusal
+			var bad *receipts.Refusal
 			if vend, escaped, composing, bad = r.value(vstart); bad != nil {
 				return -1
 			}

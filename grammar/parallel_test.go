@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/privacycut/privacycut/internal/gen"
+	"github.com/privacycut/privacycut/receipts"
 )
 
 // TestParallelMatchesSequential: the chunked parallel parse gives exactly the
@@ -33,7 +34,7 @@ func TestParallelMatchesSequential(t *testing.T) {
 
 	seq := recParser{p: p, v: v, text: []byte(text), mode: spansOwners}
 	var wantSpans []Span
-	var wantRefs []Refusal
+	var wantRefs []receipts.Refusal
 	wantSt := seq.run(0, len(text), 0, func(s []Span) { wantSpans = append(wantSpans, s...) }, &wantRefs)
 
 	gotSt, gotOwners, gotRefs := p.parallel([]byte(text), spansOwners)

@@ -3,7 +3,6 @@ package grammar
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"iter"
 	"math/bits"
 	"runtime"
@@ -86,42 +85,6 @@ func (p *Parser) Vocabulary() *Vocabulary { return p.v }
 // Limits returns the parser's limits, defaults filled in.
 func (p *Parser) Limits() Limits { return p.lim }
 
-// Refusal is a positioned refusal. It never holds the refused bytes: only
-// where they are. Part and Kind are set by the caller that knows them
-// (Part is -1 for a refusal about a whole document).
-type Refusal struct {
-	Code   receipts.Code `json:"code"`
-	Part   int           `json:"part"`
-	Kind   string        `json:"kind"`
-	Line   int           `json:"line"`   // 1-based; 0 for a part's metadata
-	Column int           `json:"column"` // 1-based, in bytes
-	Length int           `json:"length"` // in bytes
-	Offset int           `json:"-"`      // byte offset in the text or document
-}
-
-func (r *Refusal) Error() string { return "grammar: " + r.Where() + ": " + string(r.Code) }
-
-// Where formats the position as `part 1 (block) line 3 col 15 len 8`, or
-// `part 1` when the part's kind is not one of Kinds. A refusal of no part
-// is `document line 1 col 12 len 5` in the projection document, or, without
-// a line, names what it concerns (its Kind: "plan", "vault"…).
-func (r *Refusal) Where() string {
-	if r.Part < 0 {
-		if r.Line == 0 && r.Kind != "" {
-			return r.Kind
-		}
-		return fmt.Sprintf("document line %d col %d len %d", r.Line, r.Column, r.Length)
-	}
-	where := fmt.Sprintf("part %d", r.Part)
-	if r.Kind != "" {
-		where += " (" + r.Kind + ")"
-	}
-	if r.Line == 0 {
-		return where
-	}
-	return fmt.Sprintf("%s line %d col %d len %d", where, r.Line, r.Column, r.Length)
-}
-
 // Parse parses text, which must be the complete text of one part. It calls
 // emit (when not nil) with the spans of each record, in order, once the whole
 // record is accepted. The spans of all accepted records tile the accepted
@@ -129,9 +92,9 @@ func (r *Refusal) Where() string {
 // and the spans must be discarded. Refusals are positioned in text, with Part
 // 0 and Kind empty for the caller to set; at most Limits.MaxRefusals are
 // returned. Without emit, a large text is parsed on all CPUs.
-func (p *Parser) Parse(text []byte, emit func(Span)) (Stats, []Refusal) {
+func (p *Parser) Parse(text []byte, emit func(Span)) (Stats, []receipts.Refusal) {
 	if len(text) > p.lim.MaxText {
-		return Stats{}, []Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
+		return Stats{}, []receipts.Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
 	}
 	// The scans read a word at a time and may read past a record, up to the
 	// capacity of its slice: cap it at the text, so that nothing outside the
@@ -141,7 +104,7 @@ func (p *Parser) Parse(text []byte, emit func(Span)) (Stats, []Refusal) {
 		st, _, refs := p.parallel(text, spansNone)
 		return st, refs
 	}
-	var refs []Refusal
+	var refs []receipts.Refusal
 	r := recParser{p: p, v: p.v, text: text, mode: spansAll}
 	st := r.run(0, len(text), 0, func(spans []Span) {
 		for _, s := range spans {
@@ -153,9 +116,9 @@ func (p *Parser) Parse(text []byte, emit func(Span)) (Stats, []Refusal) {
 
 // Owners parses text like Parse and returns only its owner spans, in order.
 // It uses all CPUs for a large text.
-func (p *Parser) Owners(text []byte) (OwnerSpans, Stats, []Refusal) {
+func (p *Parser) Owners(text []byte) (OwnerSpans, Stats, []receipts.Refusal) {
 	if len(text) > p.lim.MaxText {
-		return OwnerSpans{}, Stats{}, []Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
+		return OwnerSpans{}, Stats{}, []receipts.Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
 	}
 	st, spans, refs := p.parallel(text[:len(text):len(text)], spansOwners)
 	return spans, st, refs
@@ -167,7 +130,7 @@ const parallelMin = 1 << 20
 // parallel parses text in chunks split at record boundaries, one goroutine
 // per CPU, and merges stats, owner spans and refusals in text order. The
 // owner spans stay in the chunks each goroutine filled.
-func (p *Parser) parallel(text []byte, mode spanMode) (Stats, OwnerSpans, []Refusal) {
+func (p *Parser) parallel(text []byte, mode spanMode) (Stats, OwnerSpans, []receipts.Refusal) {
 	n := runtime.GOMAXPROCS(0)
 	if n > 8 {
 		n = 8
@@ -190,7 +153,7 @@ func (p *Parser) parallel(text []byte, mode spanMode) (Stats, OwnerSpans, []Refu
 	type result struct {
 		st    Stats
 		spans ownerChunks
-		refs  []Refusal
+		refs  []receipts.Refusal
 		lines int
 	}
 	res := make([]result, len(bounds)-1)
@@ -215,7 +178,7 @@ func (p *Parser) parallel(text []byte, mode spanMode) (Stats, OwnerSpans, []Refu
 	wg.Wait()
 	var st Stats
 	var spans OwnerSpans
-	var refs []Refusal
+	var refs []receipts.Refusal
 	base := 0
 	for k := range res {
 		r := &res[k]
@@ -307,7 +270,7 @@ func (o *OwnerSpans) All() iter.Seq[Span] {
 // field. It calls sink with the spans of each accepted record and appends
 // refusals to refs, stopping at the limit. It returns the stats of the
 // accepted records.
-func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refusal) Stats {
+func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]receipts.Refusal) Stats {
 	r.st = Stats{}
 	text, p := r.text, r.p
 	line := lineBase
@@ -334,7 +297,7 @@ func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refus
 		}
 		r.st = saved
 		nl := bytes.IndexByte(text[pos:to], '\n')
-		var bad *Refusal
+		var bad *receipts.Refusal
 		next := pos + nl + 1
 		switch {
 		case nl < 0 && to-pos > p.lim.MaxRecord, nl > p.lim.MaxRecord:
@@ -342,7 +305,7 @@ func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refus
 			if nl < 0 {
 				n = to - pos
 			}
-			bad = &Refusal{Code: receipts.LimitExceeded, Offset: pos, Length: n}
+			bad = &receipts.Refusal{Code: receipts.LimitExceeded, Offset: pos, Length: n}
 		case nl < 0:
 			// The last record has no LF. Report what is wrong inside it first,
 			// if anything, else the missing terminator.
@@ -350,7 +313,7 @@ func (r *recParser) run(from, to, lineBase int, sink func([]Span), refs *[]Refus
 			saved := r.st
 			if bad = r.record(); bad == nil {
 				r.st = saved
-				bad = &Refusal{Code: receipts.MalformedRecord, Offset: to - 1, Length: 1}
+				bad = &receipts.Refusal{Code: receipts.MalformedRecord, Offset: to - 1, Length: 1}
 			}
 		default:
 			r.start, r.rec = pos, text[pos:pos+nl]
@@ -404,8 +367,8 @@ type recParser struct {
 	scratch []byte
 }
 
-func (r *recParser) refuse(code receipts.Code, off, n int) *Refusal {
-	return &Refusal{Code: code, Offset: r.start + off, Length: n}
+func (r *recParser) refuse(code receipts.Code, off, n int) *receipts.Refusal {
+	return &receipts.Refusal{Code: code, Offset: r.start + off, Length: n}
 }
 
 func (r *recParser) lit(l Literal, off, n int, c Category) {
@@ -433,7 +396,7 @@ func (r *recParser) field(off int) int {
 // miss turns a failed lookup of rec[off:end] into a refusal: an empty field is
 // a stray separator (UNCOVERED_TEXT), a field with a control byte or invalid
 // UTF-8 is refused for that byte, anything else gets code.
-func (r *recParser) miss(code receipts.Code, off, end int) *Refusal {
+func (r *recParser) miss(code receipts.Code, off, end int) *receipts.Refusal {
 	if end == off {
 		if off == len(r.rec) && off > 0 {
 			return r.refuse(receipts.UncoveredText, off-1, 1) // trailing separator
@@ -463,7 +426,7 @@ func (r *recParser) miss(code receipts.Code, off, end int) *Refusal {
 // to r.spans (emptied first), and reports the first refusal, or nil. A
 // refused record leaves r.st as it was. This is the parse that defines
 // acceptance and refusals; the fast path only ever agrees with it.
-func (r *recParser) record() *Refusal {
+func (r *recParser) record() *receipts.Refusal {
 	saved := r.st
 	r.spans = r.spans[:0]
 	if bad := r.fields(); bad != nil {
@@ -474,7 +437,7 @@ func (r *recParser) record() *Refusal {
 }
 
 // fields parses r.rec field by field.
-func (r *recParser) fields() *Refusal {
+func (r *recParser) fields() *receipts.Refusal {
 	rec := r.rec
 	var off int
 	switch {
@@ -502,7 +465,7 @@ func (r *recParser) fields() *Refusal {
 	return r.refuse(receipts.UncoveredText, 0, n)
 }
 
-func (r *recParser) finding(off int) *Refusal {
+func (r *recParser) finding(off int) *receipts.Refusal {
 	v, rec := r.v, r.rec
 	// diagnostic
 	end := r.field(off)
@@ -591,7 +554,7 @@ func (r *recParser) finding(off int) *Refusal {
 	return r.owners(end)
 }
 
-func (r *recParser) ask(off int) *Refusal {
+func (r *recParser) ask(off int) *receipts.Refusal {
 	end := r.field(off)
 	idx := r.v.questions.lookup(r.rec[off:end])
 	if idx < 0 {
@@ -603,7 +566,7 @@ func (r *recParser) ask(off int) *Refusal {
 }
 
 // owners parses *( SP owner ) from off to the end of the record.
-func (r *recParser) owners(off int) *Refusal {
+func (r *recParser) owners(off int) *receipts.Refusal {
 	rec := r.rec
 	n := 0
 	for off < len(rec) {
@@ -665,7 +628,7 @@ func (r *recParser) owners(off int) *Refusal {
 // value scans an owner value starting at off and returns the offset of its
 // closing quote. composing reports a rune at or above U+0300: a value
 // without one is NFC (see nfcBelow).
-func (r *recParser) value(off int) (end int, escaped, composing bool, bad *Refusal) {
+func (r *recParser) value(off int) (end int, escaped, composing bool, bad *receipts.Refusal) {
 	rec := r.rec
 	i := off
 	for {
@@ -707,7 +670,7 @@ const nfcBelow = 0x300
 
 // ambiguous applies the AMBIGUOUS_SPAN rule to the value rec[start:end];
 // composing says whether the value holds a rune at or above nfcBelow.
-func (r *recParser) ambiguous(start, end int, escaped, composing bool) *Refusal {
+func (r *recParser) ambiguous(start, end int, escaped, composing bool) *receipts.Refusal {
 	val := r.rec[start:end]
 	if len(val) == 0 {
 		return r.refuse(receipts.AmbiguousSpan, start-1, 2)

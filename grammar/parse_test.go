@@ -95,86 +95,86 @@ func checkTiling(t testing.TB, text []byte, spans []Span) {
 type refusalCase struct {
 	name string
 	text string
-	want Refusal // Code, Line, Column, Length
+	want receipts.Refusal // Code, Line, Column, Length
 }
 
 // refusalCases holds at least one case per code the parser produces, and every
 // refused shape the grammar issue lists.
 var refusalCases = []refusalCase{
 	// UNCOVERED_TEXT
-	{"prose line", "The payments team owns " + canary + ".\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 1, Length: 42}},
-	{"blank line", good + "\n", Refusal{Code: receipts.UncoveredText, Line: 2, Column: 1, Length: 1}},
-	{"CRLF", strings.TrimSuffix(good, "\n") + "\r\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: len(good), Length: 1}},
-	{"tab separator", "ask\ttriage.rank-by-severity owner.team=\"" + canary + "\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 1, Length: 59}},
-	{"tab inside a field", "finding GO-2023-2102\tgolang.org/x/net@v0.15.0 affected https://go.dev/issue/63417\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 21, Length: 1}},
-	{"double space", "finding GO-2023-2102  golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 22, Length: 1}},
-	{"double space before owner", "ask triage.rank-by-severity  owner.team=\"" + canary + "\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 29, Length: 1}},
-	{"trailing space", "ask triage.rank-by-severity owner.team=\"" + canary + "\" \n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 60, Length: 1}},
-	{"trailing space after citation", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 \n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 82, Length: 1}},
-	{"prose after citation", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 see " + canary + "\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 83, Length: 22}},
-	{"text after closing quote", "ask triage.rank-by-severity owner.team=\"" + canary + "\"x\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 60, Length: 1}},
-	{"zero-width in value", "ask triage.rank-by-severity owner.team=\"pay\u200bments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
-	{"bidi in value", "ask triage.rank-by-severity owner.team=\"pay\u202ements\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
-	{"control in value", "ask triage.rank-by-severity owner.team=\"pay\x01ments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 1}},
-	{"C1 control in value", "ask triage.rank-by-severity owner.team=\"pay\u0085ments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 2}},
-	{"noncharacter in value", "ask triage.rank-by-severity owner.team=\"pay\ufdd0ments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
-	{"BOM in value", "ask triage.rank-by-severity owner.team=\"\ufeffpayments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 41, Length: 3}},
-	{"U+180E in value", "ask triage.rank-by-severity owner.team=\"pay\u180ements\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
-	{"U+180E ending a value", "ask triage.rank-by-severity owner.team=\"payments\u180e\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 49, Length: 3}},
-	{"last noncharacter of U+FDD0-U+FDEF in value", "ask triage.rank-by-severity owner.team=\"pay\ufdefments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
-	{"U+FFFE in value", "ask triage.rank-by-severity owner.team=\"pay\ufffements\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
-	{"U+FFFF in value", "ask triage.rank-by-severity owner.team=\"pay\uffffments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
-	{"U+1FFFE starting a value", "ask triage.rank-by-severity owner.team=\"\U0001fffepayments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 41, Length: 4}},
-	{"U+1FFFF in value", "ask triage.rank-by-severity owner.team=\"pay\U0001ffffments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 4}},
-	{"U+10FFFF in a second value", "ask triage.rank-by-severity owner.file=\"a.go\" owner.team=\"pay\U0010ffffments\"\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 62, Length: 4}},
-	{"U+180E in prose", "pay\u180ements\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 1, Length: 11}},
-	{"noncharacter in prose", "pay\U0010ffffments \ufffe\n", Refusal{Code: receipts.UncoveredText, Line: 1, Column: 1, Length: 16}},
+	{"prose line", "The payments team owns " + canary + ".\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 1, Length: 42}},
+	{"blank line", good + "\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 2, Column: 1, Length: 1}},
+	{"CRLF", strings.TrimSuffix(good, "\n") + "\r\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: len(good), Length: 1}},
+	{"tab separator", "ask\ttriage.rank-by-severity owner.team=\"" + canary + "\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 1, Length: 59}},
+	{"tab inside a field", "finding GO-2023-2102\tgolang.org/x/net@v0.15.0 affected https://go.dev/issue/63417\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 21, Length: 1}},
+	{"double space", "finding GO-2023-2102  golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 22, Length: 1}},
+	{"double space before owner", "ask triage.rank-by-severity  owner.team=\"" + canary + "\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 29, Length: 1}},
+	{"trailing space", "ask triage.rank-by-severity owner.team=\"" + canary + "\" \n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 60, Length: 1}},
+	{"trailing space after citation", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 \n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 82, Length: 1}},
+	{"prose after citation", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 see " + canary + "\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 83, Length: 22}},
+	{"text after closing quote", "ask triage.rank-by-severity owner.team=\"" + canary + "\"x\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 60, Length: 1}},
+	{"zero-width in value", "ask triage.rank-by-severity owner.team=\"pay\u200bments\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
+	{"bidi in value", "ask triage.rank-by-severity owner.team=\"pay\u202ements\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
+	{"control in value", "ask triage.rank-by-severity owner.team=\"pay\x01ments\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 1}},
+	{"C1 control in value", "ask triage.rank-by-severity owner.team=\"pay\u0085ments\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 2}},
+	{"noncharacter in value", "ask triage.rank-by-severity owner.team=\"pay\ufdd0ments\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
+	{"BOM in value", "ask triage.rank-by-severity owner.team=\"\ufeffpayments\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 41, Length: 3}},
+	{"U+180E in value", "ask triage.rank-by-severity owner.team=\"pay\u180ements\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
+	{"U+180E ending a value", "ask triage.rank-by-severity owner.team=\"payments\u180e\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 49, Length: 3}},
+	{"last noncharacter of U+FDD0-U+FDEF in value", "ask triage.rank-by-severity owner.team=\"pay\ufdefments\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
+	{"U+FFFE in value", "ask triage.rank-by-severity owner.team=\"pay\ufffements\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
+	{"U+FFFF in value", "ask triage.rank-by-severity owner.team=\"pay\uffffments\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 3}},
+	{"U+1FFFE starting a value", "ask triage.rank-by-severity owner.team=\"\U0001fffepayments\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 41, Length: 4}},
+	{"U+1FFFF in value", "ask triage.rank-by-severity owner.team=\"pay\U0001ffffments\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 44, Length: 4}},
+	{"U+10FFFF in a second value", "ask triage.rank-by-severity owner.file=\"a.go\" owner.team=\"pay\U0010ffffments\"\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 62, Length: 4}},
+	{"U+180E in prose", "pay\u180ements\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 1, Length: 11}},
+	{"noncharacter in prose", "pay\U0010ffffments \ufffe\n", receipts.Refusal{Code: receipts.UncoveredText, Line: 1, Column: 1, Length: 16}},
 	// MALFORMED_RECORD
-	{"missing final LF", strings.TrimSuffix(good, "\n"), Refusal{Code: receipts.MalformedRecord, Line: 1, Column: len(good) - 1, Length: 1}},
-	{"finding without fields", "finding\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 1, Length: 7}},
-	{"ask without fields", "ask\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 1, Length: 3}},
-	{"owner without =", "ask triage.rank-by-severity owner.team \"a\"\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 29, Length: 10}},
-	{"unterminated value", "ask triage.rank-by-severity owner.team=\"" + canary + "\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 40, Length: 19}},
-	{"bad escape", "ask triage.rank-by-severity owner.team=\"" + canary + "\\n\"\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 59, Length: 2}},
-	{"dependency without @", "finding GO-2023-2102 golang.org/x/net affected https://go.dev/issue/63417\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 22, Length: 16}},
-	{"missing citation", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 47, Length: 8}},
-	{"owner without =", "ask triage.rank-by-severity owner.team\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 29, Length: 10}},
-	{"owner without quote", "ask triage.rank-by-severity owner.team=" + canary + "\n", Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 40, Length: 1}},
+	{"missing final LF", strings.TrimSuffix(good, "\n"), receipts.Refusal{Code: receipts.MalformedRecord, Line: 1, Column: len(good) - 1, Length: 1}},
+	{"finding without fields", "finding\n", receipts.Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 1, Length: 7}},
+	{"ask without fields", "ask\n", receipts.Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 1, Length: 3}},
+	{"owner without =", "ask triage.rank-by-severity owner.team \"a\"\n", receipts.Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 29, Length: 10}},
+	{"unterminated value", "ask triage.rank-by-severity owner.team=\"" + canary + "\n", receipts.Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 40, Length: 19}},
+	{"bad escape", "ask triage.rank-by-severity owner.team=\"" + canary + "\\n\"\n", receipts.Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 59, Length: 2}},
+	{"dependency without @", "finding GO-2023-2102 golang.org/x/net affected https://go.dev/issue/63417\n", receipts.Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 22, Length: 16}},
+	{"missing citation", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected\n", receipts.Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 47, Length: 8}},
+	{"owner without =", "ask triage.rank-by-severity owner.team\n", receipts.Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 29, Length: 10}},
+	{"owner without quote", "ask triage.rank-by-severity owner.team=" + canary + "\n", receipts.Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 40, Length: 1}},
 	// UNKNOWN_*
-	{"unknown diagnostic", "finding GO-2099-0001 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417\n", Refusal{Code: receipts.UnknownDiagnostic, Line: 1, Column: 9, Length: 12}},
-	{"unknown module", "finding GO-2023-2102 git.corp.example/" + canary + "@v0.15.0 affected https://go.dev/issue/63417\n", Refusal{Code: receipts.UnknownModule, Line: 1, Column: 22, Length: 35}},
-	{"homoglyph module", "finding GO-2023-2102 golang.org/x/n\u0435t@v0.15.0 affected https://go.dev/issue/63417\n", Refusal{Code: receipts.UnknownModule, Line: 1, Column: 22, Length: 17}},
-	{"unknown version", "finding GO-2023-2102 golang.org/x/net@v9.9.9 affected https://go.dev/issue/63417\n", Refusal{Code: receipts.UnknownVersion, Line: 1, Column: 39, Length: 6}},
-	{"version of another module", "finding GO-2023-2102 golang.org/x/net@v0.3.7 affected https://go.dev/issue/63417\n", Refusal{Code: receipts.UnknownVersion, Line: 1, Column: 39, Length: 6}},
-	{"unknown fixed version", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected fixed=v0.3.7 https://go.dev/issue/63417\n", Refusal{Code: receipts.UnknownVersion, Line: 1, Column: 62, Length: 6}},
-	{"unknown status", "finding GO-2023-2102 golang.org/x/net@v0.15.0 exploitable https://go.dev/issue/63417\n", Refusal{Code: receipts.UnknownStatus, Line: 1, Column: 47, Length: 11}},
-	{"unknown citation", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://wiki.corp/" + canary + "\n", Refusal{Code: receipts.UnknownCitation, Line: 1, Column: 56, Length: 36}},
-	{"unknown question", "ask triage.leak-everything\n", Refusal{Code: receipts.UnknownQuestion, Line: 1, Column: 5, Length: 22}},
-	{"unknown category", "ask triage.rank-by-severity owner.email=\"" + canary + "\"\n", Refusal{Code: receipts.UnknownCategory, Line: 1, Column: 35, Length: 5}},
-	{"case-variant category", "ask triage.rank-by-severity owner.Team=\"" + canary + "\"\n", Refusal{Code: receipts.UnknownCategory, Line: 1, Column: 35, Length: 4}},
-	{"long unknown category", "ask triage.rank-by-severity owner.organisational-unit=\"" + canary + "\"\n", Refusal{Code: receipts.UnknownCategory, Line: 1, Column: 35, Length: 19}},
-	{"credential is prohibited", "ask triage.rank-by-severity owner.credential=\"" + canary + "\"\n", Refusal{Code: receipts.ProhibitedCategory, Line: 1, Column: 35, Length: 10}},
+	{"unknown diagnostic", "finding GO-2099-0001 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417\n", receipts.Refusal{Code: receipts.UnknownDiagnostic, Line: 1, Column: 9, Length: 12}},
+	{"unknown module", "finding GO-2023-2102 git.corp.example/" + canary + "@v0.15.0 affected https://go.dev/issue/63417\n", receipts.Refusal{Code: receipts.UnknownModule, Line: 1, Column: 22, Length: 35}},
+	{"homoglyph module", "finding GO-2023-2102 golang.org/x/n\u0435t@v0.15.0 affected https://go.dev/issue/63417\n", receipts.Refusal{Code: receipts.UnknownModule, Line: 1, Column: 22, Length: 17}},
+	{"unknown version", "finding GO-2023-2102 golang.org/x/net@v9.9.9 affected https://go.dev/issue/63417\n", receipts.Refusal{Code: receipts.UnknownVersion, Line: 1, Column: 39, Length: 6}},
+	{"version of another module", "finding GO-2023-2102 golang.org/x/net@v0.3.7 affected https://go.dev/issue/63417\n", receipts.Refusal{Code: receipts.UnknownVersion, Line: 1, Column: 39, Length: 6}},
+	{"unknown fixed version", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected fixed=v0.3.7 https://go.dev/issue/63417\n", receipts.Refusal{Code: receipts.UnknownVersion, Line: 1, Column: 62, Length: 6}},
+	{"unknown status", "finding GO-2023-2102 golang.org/x/net@v0.15.0 exploitable https://go.dev/issue/63417\n", receipts.Refusal{Code: receipts.UnknownStatus, Line: 1, Column: 47, Length: 11}},
+	{"unknown citation", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://wiki.corp/" + canary + "\n", receipts.Refusal{Code: receipts.UnknownCitation, Line: 1, Column: 56, Length: 36}},
+	{"unknown question", "ask triage.leak-everything\n", receipts.Refusal{Code: receipts.UnknownQuestion, Line: 1, Column: 5, Length: 22}},
+	{"unknown category", "ask triage.rank-by-severity owner.email=\"" + canary + "\"\n", receipts.Refusal{Code: receipts.UnknownCategory, Line: 1, Column: 35, Length: 5}},
+	{"case-variant category", "ask triage.rank-by-severity owner.Team=\"" + canary + "\"\n", receipts.Refusal{Code: receipts.UnknownCategory, Line: 1, Column: 35, Length: 4}},
+	{"long unknown category", "ask triage.rank-by-severity owner.organisational-unit=\"" + canary + "\"\n", receipts.Refusal{Code: receipts.UnknownCategory, Line: 1, Column: 35, Length: 19}},
+	{"credential is prohibited", "ask triage.rank-by-severity owner.credential=\"" + canary + "\"\n", receipts.Refusal{Code: receipts.ProhibitedCategory, Line: 1, Column: 35, Length: 10}},
 	// AMBIGUOUS_SPAN
-	{"empty value", "ask triage.rank-by-severity owner.team=\"\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 40, Length: 2}},
-	{"padded value", "ask triage.rank-by-severity owner.team=\" " + canary + "\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 19}},
-	{"trailing padded value", "ask triage.rank-by-severity owner.team=\"" + canary + " \"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 19}},
-	{"no-break space padding", "ask triage.rank-by-severity owner.team=\"\u00a0" + canary + "\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 20}},
-	{"NFD value", "ask triage.rank-by-severity owner.person=\"Jose\u0301\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 43, Length: 6}},
-	{"value equals vocabulary item", "ask triage.rank-by-severity owner.module=\"golang.org/x/net\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 43, Length: 16}},
-	{"irreversible token as value", "ask triage.rank-by-severity owner.team=\"redacted:team:2\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 15}},
-	{"reversible token prefix as value", "ask triage.rank-by-severity owner.team=\"pcv:abcdefghij\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 14}},
-	{"value equals a version", "ask triage.rank-by-severity owner.file=\"v0.15.0\"\n", Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 7}},
+	{"empty value", "ask triage.rank-by-severity owner.team=\"\"\n", receipts.Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 40, Length: 2}},
+	{"padded value", "ask triage.rank-by-severity owner.team=\" " + canary + "\"\n", receipts.Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 19}},
+	{"trailing padded value", "ask triage.rank-by-severity owner.team=\"" + canary + " \"\n", receipts.Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 19}},
+	{"no-break space padding", "ask triage.rank-by-severity owner.team=\"\u00a0" + canary + "\"\n", receipts.Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 20}},
+	{"NFD value", "ask triage.rank-by-severity owner.person=\"Jose\u0301\"\n", receipts.Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 43, Length: 6}},
+	{"value equals vocabulary item", "ask triage.rank-by-severity owner.module=\"golang.org/x/net\"\n", receipts.Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 43, Length: 16}},
+	{"irreversible token as value", "ask triage.rank-by-severity owner.team=\"redacted:team:2\"\n", receipts.Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 15}},
+	{"reversible token prefix as value", "ask triage.rank-by-severity owner.team=\"pcv:abcdefghij\"\n", receipts.Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 14}},
+	{"value equals a version", "ask triage.rank-by-severity owner.file=\"v0.15.0\"\n", receipts.Refusal{Code: receipts.AmbiguousSpan, Line: 1, Column: 41, Length: 7}},
 	// INVALID_UTF8
-	{"invalid UTF-8 in value", "ask triage.rank-by-severity owner.team=\"pay\xffments\"\n", Refusal{Code: receipts.InvalidUTF8, Line: 1, Column: 44, Length: 1}},
-	{"invalid UTF-8 in prose", "pay\xc3ments\n", Refusal{Code: receipts.InvalidUTF8, Line: 1, Column: 4, Length: 1}},
-	{"invalid UTF-8 in item", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/\xed\xa0\x80\n", Refusal{Code: receipts.InvalidUTF8, Line: 1, Column: 71, Length: 1}},
+	{"invalid UTF-8 in value", "ask triage.rank-by-severity owner.team=\"pay\xffments\"\n", receipts.Refusal{Code: receipts.InvalidUTF8, Line: 1, Column: 44, Length: 1}},
+	{"invalid UTF-8 in prose", "pay\xc3ments\n", receipts.Refusal{Code: receipts.InvalidUTF8, Line: 1, Column: 4, Length: 1}},
+	{"invalid UTF-8 in item", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/\xed\xa0\x80\n", receipts.Refusal{Code: receipts.InvalidUTF8, Line: 1, Column: 71, Length: 1}},
 	// LIMIT_EXCEEDED
-	{"record too long", "ask triage.rank-by-severity owner.team=\"" + strings.Repeat("a", DefaultMaxRecord) + "\"\n", Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: DefaultMaxRecord + 42}},
+	{"record too long", "ask triage.rank-by-severity owner.team=\"" + strings.Repeat("a", DefaultMaxRecord) + "\"\n", receipts.Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: DefaultMaxRecord + 42}},
 	// A record of DefaultMaxRecord+1 bytes, its LF not counted (SPEC §4: a
 	// record is what comes before its LF); TestRecordLimitBoundary has the
 	// longest accepted one.
-	{"record one byte too long", "ask triage.rank-by-severity owner.team=\"" + strings.Repeat("a", DefaultMaxRecord+1-41) + "\"\n", Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: DefaultMaxRecord + 2}},
-	{"too many owners", "ask triage.rank-by-severity" + strings.Repeat(" owner.team=\"t\"", DefaultMaxOwners+1) + "\n", Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 28 + 15*DefaultMaxOwners + 1, Length: 14}},
+	{"record one byte too long", "ask triage.rank-by-severity owner.team=\"" + strings.Repeat("a", DefaultMaxRecord+1-41) + "\"\n", receipts.Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: DefaultMaxRecord + 2}},
+	{"too many owners", "ask triage.rank-by-severity" + strings.Repeat(" owner.team=\"t\"", DefaultMaxOwners+1) + "\n", receipts.Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 28 + 15*DefaultMaxOwners + 1, Length: 14}},
 }
 
 // TestRecordLimitBoundary: a record of exactly DefaultMaxRecord bytes before
@@ -253,7 +253,7 @@ func TestParseMultiLinePositions(t *testing.T) {
 	p := NewParser(testVocab(t), Options{})
 	text := good + "ask triage.suggest-upgrade\n" + "finding GO-2023-2102 golang.org/x/net@v0.16.0 affected https://go.dev/issue/63417\n"
 	_, refs := p.Parse([]byte(text), nil)
-	want := []Refusal{{Code: receipts.UnknownVersion, Line: 3, Column: 39, Length: 7, Offset: len(good) + 27 + 38}}
+	want := []receipts.Refusal{{Code: receipts.UnknownVersion, Line: 3, Column: 39, Length: 7, Offset: len(good) + 27 + 38}}
 	if diff := cmp.Diff(want, refs); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
@@ -277,16 +277,16 @@ func assertNoCanary(t testing.TB, s string) {
 // part without a line names what it concerns.
 func TestRefusalWhere(t *testing.T) {
 	for _, tt := range []struct {
-		r    Refusal
+		r    receipts.Refusal
 		want string
 	}{
-		{Refusal{Part: 1, Kind: "block", Line: 3, Column: 15, Length: 8}, "part 1 (block) line 3 col 15 len 8"},
-		{Refusal{Part: 2, Kind: "query"}, "part 2 (query)"},
-		{Refusal{Part: 2}, "part 2"},
-		{Refusal{Part: 0, Line: 1, Column: 2, Length: 3}, "part 0 line 1 col 2 len 3"},
-		{Refusal{Part: -1, Line: 1, Column: 12, Length: 5}, "document line 1 col 12 len 5"},
-		{Refusal{Part: -1, Kind: "plan"}, "plan"},
-		{Refusal{Part: -1}, "document line 0 col 0 len 0"},
+		{receipts.Refusal{Part: 1, Kind: "block", Line: 3, Column: 15, Length: 8}, "part 1 (block) line 3 col 15 len 8"},
+		{receipts.Refusal{Part: 2, Kind: "query"}, "part 2 (query)"},
+		{receipts.Refusal{Part: 2}, "part 2"},
+		{receipts.Refusal{Part: 0, Line: 1, Column: 2, Length: 3}, "part 0 line 1 col 2 len 3"},
+		{receipts.Refusal{Part: -1, Line: 1, Column: 12, Length: 5}, "document line 1 col 12 len 5"},
+		{receipts.Refusal{Part: -1, Kind: "plan"}, "plan"},
+		{receipts.Refusal{Part: -1}, "document line 0 col 0 len 0"},
 	} {
 		if got := tt.r.Where(); got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.r, got, tt.want)
@@ -301,7 +301,7 @@ func TestCandidateHoldsTokens(t *testing.T) {
 	text := []byte("ask triage.rank-by-severity owner.team=\"redacted:team:2\" owner.person=\"pcv:abcdefghij:person:abcdefghijklmnopqrst\"\n")
 	for _, candidate := range []bool{true, false} {
 		p := NewParser(testVocab(t), Options{Candidate: candidate})
-		for name, refs := range map[string][]Refusal{
+		for name, refs := range map[string][]receipts.Refusal{
 			"Parse":  second(p.Parse(text, nil)),
 			"Owners": third(p.Owners(text)),
 		} {

@@ -88,7 +88,7 @@ func (d *Document) Canonical() ([]byte, error) { return d.tree.Canonical() }
 // structure: schema and profile names, part kinds, label classes and weights.
 // Lineage and ancestry are checked by Check. Refusals about the JSON document
 // have Part -1 and file positions; refusals about one part carry its index.
-func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
+func LoadProjection(data []byte, opt LoadOptions) (*Document, []receipts.Refusal) {
 	if opt.MaxBytes <= 0 {
 		opt.MaxBytes = DefaultMaxProjectionBytes
 	}
@@ -100,16 +100,16 @@ func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
 	}
 	tree, err := canon.Parse(data, canon.Options{MaxBytes: opt.MaxBytes, Buffer: opt.Buffer})
 	if err != nil {
-		return nil, []Refusal{documentRefusal(data, err)}
+		return nil, []receipts.Refusal{documentRefusal(data, err)}
 	}
 	d := &Document{tree: tree}
 	// The document keeps the tree, so the parts' texts may alias it.
 	if err := tree.DecodeShared(&d.Projection); err != nil {
-		return nil, []Refusal{documentRefusal(data, err)}
+		return nil, []receipts.Refusal{documentRefusal(data, err)}
 	}
-	var refs []Refusal
+	var refs []receipts.Refusal
 	doc := func(code receipts.Code, key string) {
-		r := Refusal{Code: code, Part: -1, Line: 1, Column: 1, Length: 1}
+		r := receipts.Refusal{Code: code, Part: -1, Line: 1, Column: 1, Length: 1}
 		if m := member(tree, key); m != nil {
 			r.Offset, r.Length = m.Off, m.End-m.Off
 			r.Line, r.Column = position(data, m.Off)
@@ -136,12 +136,12 @@ func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
 	for i := range d.Parts {
 		p := &d.Parts[i]
 		part := func(code receipts.Code) {
-			refs = append(refs, Refusal{Code: code, Part: i, Kind: p.Kind})
+			refs = append(refs, receipts.Refusal{Code: code, Part: i, Kind: p.Kind})
 		}
 		if !validKind(p.Kind) {
 			// The kind is input: a refusal names only kinds of the
 			// closed list, never what the document holds instead.
-			refs = append(refs, Refusal{Code: receipts.MalformedRecord, Part: i})
+			refs = append(refs, receipts.Refusal{Code: receipts.MalformedRecord, Part: i})
 			continue
 		}
 		if len(p.Text) > opt.MaxText {
@@ -157,16 +157,16 @@ func LoadProjection(data []byte, opt LoadOptions) (*Document, []Refusal) {
 	return d, nil
 }
 
-func documentRefusal(data []byte, err error) Refusal {
+func documentRefusal(data []byte, err error) receipts.Refusal {
 	var se *canon.SyntaxError
 	if errors.As(err, &se) {
-		r := Refusal{Code: receipts.Code(se.Class), Part: -1, Line: se.Line, Column: se.Column, Length: se.Length, Offset: se.Offset}
+		r := receipts.Refusal{Code: receipts.Code(se.Class), Part: -1, Line: se.Line, Column: se.Column, Length: se.Length, Offset: se.Offset}
 		if r.Line == 0 {
 			r.Line, r.Column = position(data, se.Offset)
 		}
 		return r
 	}
-	return Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 1, Length: 1}
+	return receipts.Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 1, Length: 1}
 }
 
 // member returns the value of the top-level member key, or nil.
@@ -260,11 +260,11 @@ func union(xs []string) []string {
 // entry), is refused UNKNOWN_LINEAGE; more distinct parents in the join than
 // maxParents (default 64) is refused EXCESS_ANCESTRY, naming the part whose
 // parents first cross the limit. References are never dropped to fit.
-func CheckLineage(parts []Part, maxParents int) []Refusal {
+func CheckLineage(parts []Part, maxParents int) []receipts.Refusal {
 	if maxParents <= 0 {
 		maxParents = DefaultMaxParents
 	}
-	var refs []Refusal
+	var refs []receipts.Refusal
 	seen := map[string]bool{}
 	excess := false
 	for i, p := range parts {
@@ -275,7 +275,7 @@ func CheckLineage(parts []Part, maxParents int) []Refusal {
 			}
 		}
 		if bad {
-			refs = append(refs, Refusal{Code: receipts.UnknownLineage, Part: i, Kind: p.Kind})
+			refs = append(refs, receipts.Refusal{Code: receipts.UnknownLineage, Part: i, Kind: p.Kind})
 		}
 		if p.Label == nil || excess {
 			continue
@@ -284,7 +284,7 @@ func CheckLineage(parts []Part, maxParents int) []Refusal {
 			seen[par] = true
 		}
 		if len(seen) > maxParents {
-			refs = append(refs, Refusal{Code: receipts.ExcessAncestry, Part: i, Kind: p.Kind})
+			refs = append(refs, receipts.Refusal{Code: receipts.ExcessAncestry, Part: i, Kind: p.Kind})
 			excess = true
 		}
 	}

@@ -123,19 +123,19 @@ func TestLoadProjectionRefuses(t *testing.T) {
 	tests := []struct {
 		name string
 		doc  string
-		want Refusal
+		want receipts.Refusal
 	}{
 		// The kind is not one of the list: the refusal does not repeat it.
-		{"unknown part kind", part(strings.Replace(ok, `"block"`, `"`+canary+`"`, 1)), Refusal{Code: receipts.MalformedRecord, Part: 0}},
-		{"control bytes as kind", part(strings.Replace(ok, `"block"`, `"\u001b[31m\n"`, 1)), Refusal{Code: receipts.MalformedRecord, Part: 0}},
-		{"unknown field", part(ok + `,"note":"` + canary + `"`), Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 247, Length: 6}},
-		{"case-variant field", part(ok + `,"Text":"` + canary + `"`), Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 247, Length: 6}},
-		{"duplicate key", part(ok + `,"text":"ask triage.suggest-upgrade owner.team=\"` + canary + `\"\n"`), Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 247, Length: 6}},
-		{"raw invalid UTF-8", part(strings.Replace(ok, `"k"`, "\"\xff"+canary+"\"", 1)), Refusal{Code: receipts.InvalidUTF8, Part: -1, Line: 1, Column: 90, Length: 1}},
-		{"lone surrogate", part(strings.Replace(ok, `"k"`, `"\ud800`+canary+`"`, 1)), Refusal{Code: receipts.InvalidUTF8, Part: -1, Line: 1, Column: 90, Length: 6}},
-		{"trailing data", part(ok) + `{}`, Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 249, Length: 1}},
-		{"wrong schema", strings.Replace(part(ok), "Projection@1", "Projection@2", 1), Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 11, Length: 14}},
-		{"bad label class", part(strings.Replace(ok, `"private"`, `"secret"`, 1)), Refusal{Code: receipts.MalformedRecord, Part: 0, Kind: "block"}},
+		{"unknown part kind", part(strings.Replace(ok, `"block"`, `"`+canary+`"`, 1)), receipts.Refusal{Code: receipts.MalformedRecord, Part: 0}},
+		{"control bytes as kind", part(strings.Replace(ok, `"block"`, `"\u001b[31m\n"`, 1)), receipts.Refusal{Code: receipts.MalformedRecord, Part: 0}},
+		{"unknown field", part(ok + `,"note":"` + canary + `"`), receipts.Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 247, Length: 6}},
+		{"case-variant field", part(ok + `,"Text":"` + canary + `"`), receipts.Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 247, Length: 6}},
+		{"duplicate key", part(ok + `,"text":"ask triage.suggest-upgrade owner.team=\"` + canary + `\"\n"`), receipts.Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 247, Length: 6}},
+		{"raw invalid UTF-8", part(strings.Replace(ok, `"k"`, "\"\xff"+canary+"\"", 1)), receipts.Refusal{Code: receipts.InvalidUTF8, Part: -1, Line: 1, Column: 90, Length: 1}},
+		{"lone surrogate", part(strings.Replace(ok, `"k"`, `"\ud800`+canary+`"`, 1)), receipts.Refusal{Code: receipts.InvalidUTF8, Part: -1, Line: 1, Column: 90, Length: 6}},
+		{"trailing data", part(ok) + `{}`, receipts.Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 249, Length: 1}},
+		{"wrong schema", strings.Replace(part(ok), "Projection@1", "Projection@2", 1), receipts.Refusal{Code: receipts.MalformedRecord, Part: -1, Line: 1, Column: 11, Length: 14}},
+		{"bad label class", part(strings.Replace(ok, `"private"`, `"secret"`, 1)), receipts.Refusal{Code: receipts.MalformedRecord, Part: 0, Kind: "block"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,14 +168,14 @@ func TestCheckLineage(t *testing.T) {
 		name  string
 		parts []Part
 		max   int
-		want  []Refusal
+		want  []receipts.Refusal
 	}{
 		{"ok", []Part{{Kind: "block", Label: l("a"), Lineage: []string{"x"}}}, 0, nil},
-		{"empty lineage", []Part{{Kind: "block", Label: l("a"), Lineage: []string{}}}, 0, []Refusal{{Code: receipts.UnknownLineage, Part: 0, Kind: "block"}}},
-		{"absent lineage", []Part{{Kind: "block", Label: l("a")}, {Kind: "query", Label: l(), Lineage: []string{"y"}}}, 0, []Refusal{{Code: receipts.UnknownLineage, Part: 0, Kind: "block"}}},
-		{"unknown entry", []Part{{Kind: "tool", Label: l("a"), Lineage: []string{"x", "unknown"}}}, 0, []Refusal{{Code: receipts.UnknownLineage, Part: 0, Kind: "tool"}}},
-		{"missing label", []Part{{Kind: "history", Lineage: []string{"x"}}}, 0, []Refusal{{Code: receipts.UnknownLineage, Part: 0, Kind: "history"}}},
-		{"excess ancestry", []Part{{Kind: "block", Label: l("a", "b"), Lineage: []string{"x"}}, {Kind: "block", Label: l("b", "c"), Lineage: []string{"x"}}}, 2, []Refusal{{Code: receipts.ExcessAncestry, Part: 1, Kind: "block"}}},
+		{"empty lineage", []Part{{Kind: "block", Label: l("a"), Lineage: []string{}}}, 0, []receipts.Refusal{{Code: receipts.UnknownLineage, Part: 0, Kind: "block"}}},
+		{"absent lineage", []Part{{Kind: "block", Label: l("a")}, {Kind: "query", Label: l(), Lineage: []string{"y"}}}, 0, []receipts.Refusal{{Code: receipts.UnknownLineage, Part: 0, Kind: "block"}}},
+		{"unknown entry", []Part{{Kind: "tool", Label: l("a"), Lineage: []string{"x", "unknown"}}}, 0, []receipts.Refusal{{Code: receipts.UnknownLineage, Part: 0, Kind: "tool"}}},
+		{"missing label", []Part{{Kind: "history", Lineage: []string{"x"}}}, 0, []receipts.Refusal{{Code: receipts.UnknownLineage, Part: 0, Kind: "history"}}},
+		{"excess ancestry", []Part{{Kind: "block", Label: l("a", "b"), Lineage: []string{"x"}}, {Kind: "block", Label: l("b", "c"), Lineage: []string{"x"}}}, 2, []receipts.Refusal{{Code: receipts.ExcessAncestry, Part: 1, Kind: "block"}}},
 		{"at the limit", []Part{{Kind: "block", Label: l("a", "b"), Lineage: []string{"x"}}, {Kind: "block", Label: l("b", "a"), Lineage: []string{"x"}}}, 2, nil},
 	}
 	for _, tt := range tests {

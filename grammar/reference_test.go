@@ -62,19 +62,19 @@ func refLookup(m map[string]int32, k []byte) int32 {
 }
 
 // refParse is Parse (emit set, so every span) as the reference has it.
-func refParse(p *Parser, rv *refVocab, text []byte, mode spanMode) (Stats, []Span, []Refusal) {
+func refParse(p *Parser, rv *refVocab, text []byte, mode spanMode) (Stats, []Span, []receipts.Refusal) {
 	if len(text) > p.lim.MaxText {
-		return Stats{}, nil, []Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
+		return Stats{}, nil, []receipts.Refusal{{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: len(text)}}
 	}
 	var st Stats
 	var spans []Span
-	var refs []Refusal
+	var refs []receipts.Refusal
 	r := refParser{p: p, v: rv, text: text, mode: mode}
 	line := 0
 	for pos := 0; pos < len(text); {
 		line++
 		nl := bytes.IndexByte(text[pos:], '\n')
-		var bad *Refusal
+		var bad *receipts.Refusal
 		next := pos + nl + 1
 		switch {
 		case nl < 0 && len(text)-pos > p.lim.MaxRecord, nl > p.lim.MaxRecord: // LF not counted (seventh session)
@@ -82,11 +82,11 @@ func refParse(p *Parser, rv *refVocab, text []byte, mode spanMode) (Stats, []Spa
 			if nl < 0 {
 				n = len(text) - pos
 			}
-			bad = &Refusal{Code: receipts.LimitExceeded, Offset: pos, Length: n}
+			bad = &receipts.Refusal{Code: receipts.LimitExceeded, Offset: pos, Length: n}
 		case nl < 0:
 			r.start, r.rec = pos, text[pos:]
 			if bad = r.record(); bad == nil {
-				bad = &Refusal{Code: receipts.MalformedRecord, Offset: len(text) - 1, Length: 1}
+				bad = &receipts.Refusal{Code: receipts.MalformedRecord, Offset: len(text) - 1, Length: 1}
 			}
 		default:
 			r.start, r.rec = pos, text[pos:pos+nl]
@@ -125,8 +125,8 @@ type refParser struct {
 	st    Stats
 }
 
-func (r *refParser) refuse(code receipts.Code, off, n int) *Refusal {
-	return &Refusal{Code: code, Offset: r.start + off, Length: n}
+func (r *refParser) refuse(code receipts.Code, off, n int) *receipts.Refusal {
+	return &receipts.Refusal{Code: code, Offset: r.start + off, Length: n}
 }
 
 func (r *refParser) lit(l Literal, off, n int, c Category) {
@@ -149,7 +149,7 @@ func (r *refParser) field(off int) int {
 	return len(r.rec)
 }
 
-func (r *refParser) miss(code receipts.Code, off, end int) *Refusal {
+func (r *refParser) miss(code receipts.Code, off, end int) *receipts.Refusal {
 	if end == off {
 		if off == len(r.rec) && off > 0 {
 			return r.refuse(receipts.UncoveredText, off-1, 1)
@@ -175,7 +175,7 @@ func (r *refParser) miss(code receipts.Code, off, end int) *Refusal {
 	return r.refuse(code, off, end-off)
 }
 
-func (r *refParser) record() *Refusal {
+func (r *refParser) record() *receipts.Refusal {
 	r.spans, r.st = r.spans[:0], Stats{}
 	rec := r.rec
 	switch {
@@ -199,7 +199,7 @@ func (r *refParser) record() *Refusal {
 	return r.refuse(receipts.UncoveredText, 0, n)
 }
 
-func (r *refParser) finding(off int) *Refusal {
+func (r *refParser) finding(off int) *receipts.Refusal {
 	v, rec := r.v, r.rec
 	end := r.field(off)
 	idx := refLookup(v.diagnostics, rec[off:end])
@@ -281,7 +281,7 @@ func (r *refParser) finding(off int) *Refusal {
 	return r.owners(end)
 }
 
-func (r *refParser) ask(off int) *Refusal {
+func (r *refParser) ask(off int) *receipts.Refusal {
 	end := r.field(off)
 	idx := refLookup(r.v.questions, r.rec[off:end])
 	if idx < 0 {
@@ -292,7 +292,7 @@ func (r *refParser) ask(off int) *Refusal {
 	return r.owners(end)
 }
 
-func (r *refParser) owners(off int) *Refusal {
+func (r *refParser) owners(off int) *receipts.Refusal {
 	rec := r.rec
 	n := 0
 	for off < len(rec) {
@@ -350,7 +350,7 @@ func (r *refParser) owners(off int) *Refusal {
 	return nil
 }
 
-func (r *refParser) value(off int) (end int, escaped, nonASCII bool, bad *Refusal) {
+func (r *refParser) value(off int) (end int, escaped, nonASCII bool, bad *receipts.Refusal) {
 	rec := r.rec
 	for i := off; ; {
 		if i >= len(rec) {
@@ -385,7 +385,7 @@ func (r *refParser) value(off int) (end int, escaped, nonASCII bool, bad *Refusa
 	}
 }
 
-func (r *refParser) ambiguous(start, end int, escaped, nonASCII bool) *Refusal {
+func (r *refParser) ambiguous(start, end int, escaped, nonASCII bool) *receipts.Refusal {
 	val := r.rec[start:end]
 	if len(val) == 0 {
 		return r.refuse(receipts.AmbiguousSpan, start-1, 2)

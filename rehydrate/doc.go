@@ -20,7 +20,7 @@
 // is accepted: an unknown keyword (including $schema, $ref, enum, pattern,
 // minLength…), a keyword of another node form, another type (number,
 // integer, boolean, null, a list of types) or a missing type is refused with
-// a [*SchemaError], because a schema that cannot be fully understood cannot
+// a [*receipts.Refusal] of kind "schema", because a schema that cannot be fully understood cannot
 // be enforced. Further rules:
 //
 //   - properties and required are optional; every name in required is a
@@ -99,7 +99,7 @@
 // looked up.
 //
 // The first violation in document order refuses the whole return with a
-// [*Refusal] carrying the code, the concrete JSON path (e.g.
+// [*receipts.Refusal] carrying the code, the concrete JSON path (e.g.
 // "$.findings[2].owner_module"), line, column and length; a missing
 // required member is reported at its object once the object's members are
 // checked. Replay and claim rules (LEASE_NOT_ACTIVE, LEASE_CLAIM_CONFLICT)
@@ -140,7 +140,7 @@
 //   - Prose is never scanned. Strings at unmarked paths are compared with
 //     the token shape as a whole (a length and prefix check first) and are
 //     otherwise never read for token-shaped substrings.
-//   - Errors are content-free. A Refusal or SchemaError carries a code, a
+//   - Errors are content-free. A receipts.Refusal carries a code, a
 //     path built from declared property names and indices, positions and a
 //     fixed reason: never a token, a value or any byte of the return. The
 //     receipt holds no value and no token, and its identifier fields refuse

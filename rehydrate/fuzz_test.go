@@ -24,9 +24,9 @@ func FuzzSchema(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseSchema(data)
 		if err != nil {
-			var se *SchemaError
+			var se *receipts.Refusal
 			if !errors.As(err, &se) || !se.Code.Valid() || se.Line < 1 || se.Column < 1 {
-				t.Fatalf("refusal is not a positioned *SchemaError: %#v", err)
+				t.Fatalf("refusal is not a positioned *receipts.Refusal: %#v", err)
 			}
 			return
 		}
@@ -71,9 +71,9 @@ func FuzzRehydrate(f *testing.F) {
 		iss := &fakeIssued{m: fx.iss.m}
 		res, err := Rehydrate(data, s, testLease, iss)
 		if err != nil {
-			var r *Refusal
+			var r *receipts.Refusal
 			if !errors.As(err, &r) || !r.Code.Valid() {
-				t.Fatalf("error is not a *Refusal: %v", err)
+				t.Fatalf("error is not a *receipts.Refusal: %v", err)
 			}
 			if res.Output != nil || res.FinalDigest != "" || res.Substitutions != nil {
 				t.Fatal("a refused return yielded output")

@@ -178,9 +178,9 @@ func TestNearMissCorpus(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture()
 			res, err := Rehydrate([]byte(c.doc), s, testLease, f.iss)
-			var r *Refusal
+			var r *receipts.Refusal
 			if !errors.As(err, &r) {
-				t.Fatalf("Rehydrate error = %v, want a *Refusal", err)
+				t.Fatalf("Rehydrate error = %v, want a *receipts.Refusal", err)
 			}
 			if diff := cmp.Diff(
 				struct {
@@ -210,11 +210,10 @@ func TestNearMissCorpus(t *testing.T) {
 			}
 			assertNoSecrets(t, "error text", err.Error(), f.secrets...)
 			assertNoSecrets(t, "refusal", fmt.Sprintf("%+v %#v", r, r), f.secrets...)
-			ar := r.AsReason()
-			if ar.Kind != "return" || ar.Part != -1 || ar.Code != r.Code || ar.Path != r.Path || ar.Line != r.Line {
-				t.Errorf("AsReason = %+v", ar)
+			if r.Kind != "return" || r.Part != -1 {
+				t.Errorf("refusal of a return has part %d kind %q, want -1 and \"return\"", r.Part, r.Kind)
 			}
-			reason, jerr := canon.Marshal(ar)
+			reason, jerr := canon.Marshal(r)
 			if jerr != nil {
 				t.Fatal(jerr)
 			}
@@ -399,7 +398,7 @@ func TestPurposeSelectsMarkings(t *testing.T) {
 		t.Errorf("output = %s", res.Output)
 	}
 	_, err = Rehydrate([]byte(oneFinding(jq(f.mod))), s, audit, f.iss)
-	var r *Refusal
+	var r *receipts.Refusal
 	if !errors.As(err, &r) || r.Code != receipts.TokenWrongPath || r.Path != "$.findings[0].owner_module" {
 		t.Errorf("token at a path marked for another purpose: %v", err)
 	}
@@ -441,7 +440,7 @@ func TestReturnTooLarge(t *testing.T) {
 	s := mustSchema(t, testSchemaDoc)
 	doc := make([]byte, MaxReturnBytes+1)
 	_, err := Rehydrate(doc, s, testLease, newFake())
-	var r *Refusal
+	var r *receipts.Refusal
 	if !errors.As(err, &r) || r.Code != receipts.LimitExceeded {
 		t.Errorf("err = %v, want LIMIT_EXCEEDED", err)
 	}

@@ -119,14 +119,14 @@ const (
 // forms (see the package documentation). The document is read strictly
 // (canon.Parse); every keyword outside the subset, every type but
 // object, array and string, and every malformed marking is refused with a
-// *SchemaError.
+// *receipts.Refusal of kind "schema".
 func ParseSchema(data []byte) (*Schema, error) {
 	tree, err := canon.Parse(data, canon.Options{MaxBytes: MaxSchemaBytes, MaxDepth: MaxSchemaDepth})
 	if err != nil {
 		if se, ok := err.(*canon.SyntaxError); ok {
-			return nil, &SchemaError{Code: receipts.Code(se.Class), Line: se.Line, Column: se.Column, Length: se.Length, Reason: se.Reason}
+			return nil, &receipts.Refusal{Code: receipts.Code(se.Class), Part: -1, Kind: "schema", Line: se.Line, Column: se.Column, Length: se.Length, Reason: se.Reason}
 		}
-		return nil, &SchemaError{Code: receipts.MalformedRecord, Line: 1, Column: 1, Reason: "unreadable schema"}
+		return nil, &receipts.Refusal{Code: receipts.MalformedRecord, Part: -1, Kind: "schema", Line: 1, Column: 1, Reason: "unreadable schema"}
 	}
 	p := schemaParser{data: data}
 	root, err := p.node(tree, "", "$")
@@ -135,7 +135,7 @@ func ParseSchema(data []byte) (*Schema, error) {
 	}
 	canonical, err := tree.Canonical()
 	if err != nil {
-		return nil, &SchemaError{Code: receipts.MalformedRecord, Line: 1, Column: 1, Reason: "schema has no canonical form"}
+		return nil, &receipts.Refusal{Code: receipts.MalformedRecord, Part: -1, Kind: "schema", Line: 1, Column: 1, Reason: "schema has no canonical form"}
 	}
 	slices.SortFunc(p.marked, func(a, b MarkedPath) int { return strings.Compare(a.Path, b.Path) })
 	return &Schema{root: root, digest: receipts.SHA256(canonical), marked: p.marked}, nil
@@ -148,7 +148,7 @@ type schemaParser struct {
 
 func (p *schemaParser) fail(code receipts.Code, off, length int, reason string) error {
 	line, col := lineCol(p.data, off)
-	return &SchemaError{Code: code, Line: line, Column: col, Length: length, Reason: reason}
+	return &receipts.Refusal{Code: code, Part: -1, Kind: "schema", Line: line, Column: col, Length: length, Reason: reason}
 }
 
 func (p *schemaParser) failValue(v *canon.Value, reason string) error {

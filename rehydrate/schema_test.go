@@ -140,9 +140,9 @@ func TestParseSchemaRefusals(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := ParseSchema([]byte(c.doc))
-			var se *SchemaError
+			var se *receipts.Refusal
 			if !errors.As(err, &se) {
-				t.Fatalf("ParseSchema = %v, %v; want a *SchemaError", s, err)
+				t.Fatalf("ParseSchema = %v, %v; want a *receipts.Refusal", s, err)
 			}
 			if se.Code != c.code {
 				t.Errorf("code = %s, want %s (%v)", se.Code, c.code, err)

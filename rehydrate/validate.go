@@ -109,7 +109,7 @@ func (r *Return) Digest() string { return r.digest }
 // Validate checks a whole return against the schema and the recognition
 // rules for lease l, without substituting anything and without reading any
 // value. The first violation in document order refuses the whole return
-// with a *Refusal; otherwise the Plan records what Apply will substitute.
+// with a *receipts.Refusal; otherwise the Plan records what Apply will substitute.
 //
 // Non-refusal errors (ErrInvalidArgument, ErrInvalidLease) are caller bugs.
 func Validate(ret []byte, s *Schema, l Lease, iss Issued) (*Plan, error) {
@@ -134,9 +134,9 @@ func (r *Return) Validate(s *Schema, l Lease, iss Issued) (*Plan, error) {
 func (r *Return) validate(s *Schema, l Lease, iss Issued) (*Plan, error) {
 	if r.err != nil {
 		if se, ok := r.err.(*canon.SyntaxError); ok {
-			return nil, &Refusal{Code: receipts.Code(se.Class), Line: se.Line, Column: se.Column, Length: se.Length, Reason: se.Reason}
+			return nil, &receipts.Refusal{Code: receipts.Code(se.Class), Part: -1, Kind: "return", Line: se.Line, Column: se.Column, Length: se.Length, Reason: se.Reason}
 		}
-		return nil, &Refusal{Code: receipts.MalformedRecord, Line: 1, Column: 1, Reason: "unreadable return"}
+		return nil, &receipts.Refusal{Code: receipts.MalformedRecord, Part: -1, Kind: "return", Line: 1, Column: 1, Reason: "unreadable return"}
 	}
 	v := validator{data: r.data, lease: l, iss: iss, counts: make([]int, len(s.marked))}
 	if err := v.walk(r.tree, s.root); err != nil {
@@ -205,7 +205,7 @@ func (v *validator) pathString() string {
 
 func (v *validator) refuse(code receipts.Code, off, length int, reason string) error {
 	line, col := lineCol(v.data, off)
-	return &Refusal{Code: code, Path: v.pathString(), Line: line, Column: col, Length: length, Reason: reason}
+	return &receipts.Refusal{Code: code, Part: -1, Kind: "return", Path: v.pathString(), Line: line, Column: col, Length: length, Reason: reason}
 }
 
 func (v *validator) refuseValue(code receipts.Code, val *canon.Value, reason string) error {

@@ -193,7 +193,7 @@ func (c *cutter) show(ref string) service.Info {
 func refusalCodes(out []byte) []receipts.Code {
 	var doc struct {
 		Refused bool              `json:"refused"`
-		Reasons []receipts.Reason `json:"reasons"`
+		Reasons []receipts.Refusal `json:"reasons"`
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(out), &doc); err != nil || !doc.Refused {
 		return nil

@@ -61,7 +61,7 @@ func runCheck(ctx context.Context, c *Cmd, args []string) error {
 		refs = res.Refusals
 	}
 	if len(refs) > 0 {
-		return c.refuse(*asJSON, refs, func(r grammar.Refusal) string {
+		return c.refuse(*asJSON, refs, func(r receipts.Refusal) string {
 			if !*showText {
 				return ""
 			}
@@ -101,7 +101,7 @@ func summary(m map[string]int) string {
 }
 
 // offending returns the refused bytes, for --show-text only.
-func offending(data []byte, doc *grammar.Document, r grammar.Refusal) string {
+func offending(data []byte, doc *grammar.Document, r receipts.Refusal) string {
 	var src []byte
 	switch {
 	case r.Part < 0:
@@ -120,18 +120,18 @@ func offending(data []byte, doc *grammar.Document, r grammar.Refusal) string {
 
 // refusalDoc is the refusal document of SPEC §12.
 type refusalDoc struct {
-	Refused bool              `json:"refused"`
-	EventID string            `json:"event_id"`
-	Reasons []receipts.Reason `json:"reasons"`
+	Refused bool               `json:"refused"`
+	EventID string             `json:"event_id"`
+	Reasons []receipts.Refusal `json:"reasons"`
 }
 
 // refuse prints a refusal (JSON document or one line per reason) and returns
 // the error that makes cut exit 3. text, when it returns non-empty, adds the
 // refused text to a human line.
-func (c *Cmd) refuse(asJSON bool, refs []grammar.Refusal, text func(grammar.Refusal) string) error {
+func (c *Cmd) refuse(asJSON bool, refs []receipts.Refusal, text func(receipts.Refusal) string) error {
 	doc := refusalDoc{Refused: true, EventID: receipts.NewEventID()}
 	for _, r := range refs {
-		doc.Reasons = append(doc.Reasons, receipts.Reason{Code: r.Code, Part: r.Part, Kind: r.Kind,
+		doc.Reasons = append(doc.Reasons, receipts.Refusal{Code: r.Code, Part: r.Part, Kind: r.Kind,
 			Line: r.Line, Column: r.Column, Length: r.Length})
 	}
 	c.journal(doc.EventID, doc.Reasons)

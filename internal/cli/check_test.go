@@ -121,24 +121,24 @@ func TestCheckRefusalCodes(t *testing.T) {
 	tests := []struct {
 		code  receipts.Code
 		doc   string
-		want  receipts.Reason
+		want  receipts.Refusal
 		flags []string
 	}{
-		{receipts.UncoveredText, rec("The ledger " + c + " is owned by payments.\n"), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 1, Length: 54}, nil},
-		{receipts.MalformedRecord, rec(strings.TrimSuffix(okRecord, "\n")), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: len(okRecord) - 1, Length: 1}, nil},
-		{receipts.UnknownDiagnostic, rec(strings.Replace(okRecord, "GO-2022-1059", "GO-2099-0001", 1)), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 9, Length: 12}, nil},
-		{receipts.UnknownModule, rec(strings.Replace(okRecord, "golang.org/x/text@", "golang.org/x/texts@", 1)), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 22, Length: 18}, nil},
-		{receipts.UnknownVersion, rec(strings.Replace(okRecord, "@v0.3.7", "@v0.3.9", 1)), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 40, Length: 6}, nil},
-		{receipts.UnknownStatus, rec(strings.Replace(okRecord, " affected ", " exploited ", 1)), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 47, Length: 9}, nil},
-		{receipts.UnknownCitation, rec(strings.Replace(okRecord, "https://go.dev/issue/56152", "https://wiki.corp/"+c, 1)), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 69, Length: 39}, nil},
-		{receipts.UnknownQuestion, rec("ask triage.dump-source owner.team=\"" + c + "\"\n"), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 5, Length: 18}, nil},
-		{receipts.UnknownCategory, rec("ask triage.rank-by-severity owner.email=\"" + c + "\"\n"), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 35, Length: 5}, nil},
-		{receipts.ProhibitedCategory, rec("ask triage.rank-by-severity owner.credential=\"" + c + "\"\n"), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 35, Length: 10}, nil},
-		{receipts.AmbiguousSpan, rec("ask triage.rank-by-severity owner.team=\" " + c + "\"\n"), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 41, Length: 22}, nil},
-		{receipts.InvalidUTF8, strings.Replace(rec(okRecord), c, c+"\xff", 1), receipts.Reason{Part: -1, Kind: "", Line: 1, Column: 0, Length: 1}, nil},
-		{receipts.UnknownLineage, strings.Replace(rec(okRecord), `"lineage":["sha256:l"]`, `"lineage":["unknown"]`, 1), receipts.Reason{Part: 0, Kind: "block"}, nil},
-		{receipts.ExcessAncestry, projection(okRecord, okRecord), receipts.Reason{Part: 1, Kind: "block"}, []string{"--max-parents", "1"}},
-		{receipts.LimitExceeded, rec("ask triage.rank-by-severity" + strings.Repeat(" owner.team=\""+c+"\"", 65) + "\n"), receipts.Reason{Part: 0, Kind: "block", Line: 1, Column: 27 + 64*35 + 2, Length: 34}, nil},
+		{receipts.UncoveredText, rec("The ledger " + c + " is owned by payments.\n"), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 1, Length: 54}, nil},
+		{receipts.MalformedRecord, rec(strings.TrimSuffix(okRecord, "\n")), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: len(okRecord) - 1, Length: 1}, nil},
+		{receipts.UnknownDiagnostic, rec(strings.Replace(okRecord, "GO-2022-1059", "GO-2099-0001", 1)), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 9, Length: 12}, nil},
+		{receipts.UnknownModule, rec(strings.Replace(okRecord, "golang.org/x/text@", "golang.org/x/texts@", 1)), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 22, Length: 18}, nil},
+		{receipts.UnknownVersion, rec(strings.Replace(okRecord, "@v0.3.7", "@v0.3.9", 1)), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 40, Length: 6}, nil},
+		{receipts.UnknownStatus, rec(strings.Replace(okRecord, " affected ", " exploited ", 1)), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 47, Length: 9}, nil},
+		{receipts.UnknownCitation, rec(strings.Replace(okRecord, "https://go.dev/issue/56152", "https://wiki.corp/"+c, 1)), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 69, Length: 39}, nil},
+		{receipts.UnknownQuestion, rec("ask triage.dump-source owner.team=\"" + c + "\"\n"), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 5, Length: 18}, nil},
+		{receipts.UnknownCategory, rec("ask triage.rank-by-severity owner.email=\"" + c + "\"\n"), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 35, Length: 5}, nil},
+		{receipts.ProhibitedCategory, rec("ask triage.rank-by-severity owner.credential=\"" + c + "\"\n"), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 35, Length: 10}, nil},
+		{receipts.AmbiguousSpan, rec("ask triage.rank-by-severity owner.team=\" " + c + "\"\n"), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 41, Length: 22}, nil},
+		{receipts.InvalidUTF8, strings.Replace(rec(okRecord), c, c+"\xff", 1), receipts.Refusal{Part: -1, Kind: "", Line: 1, Column: 0, Length: 1}, nil},
+		{receipts.UnknownLineage, strings.Replace(rec(okRecord), `"lineage":["sha256:l"]`, `"lineage":["unknown"]`, 1), receipts.Refusal{Part: 0, Kind: "block"}, nil},
+		{receipts.ExcessAncestry, projection(okRecord, okRecord), receipts.Refusal{Part: 1, Kind: "block"}, []string{"--max-parents", "1"}},
+		{receipts.LimitExceeded, rec("ask triage.rank-by-severity" + strings.Repeat(" owner.team=\""+c+"\"", 65) + "\n"), receipts.Refusal{Part: 0, Kind: "block", Line: 1, Column: 27 + 64*35 + 2, Length: 34}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.code), func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestCheckRefusalCodes(t *testing.T) {
 			if code != ExitRefused {
 				t.Fatalf("exit %d, want 3; stdout %s stderr %s", code, out, errb)
 			}
-			var doc receipts.Refusal
+			var doc receipts.RefusalDocument
 			if err := canon.Unmarshal(out, &doc, canon.Options{}); err != nil {
 				t.Fatalf("stdout is not a refusal document: %v\n%s", err, out)
 			}

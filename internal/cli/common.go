@@ -116,7 +116,7 @@ type inputs struct {
 
 // load reads vocabulary, plan, evidence key and projection; a projection
 // refused at load is returned as refusals, not an error.
-func (c *Cmd) load(vocabPath, planPath, keyPath, projPath string) (*inputs, []grammar.Refusal, error) {
+func (c *Cmd) load(vocabPath, planPath, keyPath, projPath string) (*inputs, []receipts.Refusal, error) {
 	in := &inputs{}
 	var err error
 	if in.vocabBytes, err = readFileCapped(vocabPath, grammar.MaxVocabularyBytes); err != nil {

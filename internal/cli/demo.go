@@ -218,23 +218,23 @@ func (d *demo) rehydrate(ctx context.Context, p *prepared, attempt int, answer [
 
 // refusedWith runs fn, which must be refused: it returns the code and path
 // of the refusal the command printed.
-func (d *demo) refusedWith(fn func() error) (receipts.Reason, error) {
+func (d *demo) refusedWith(fn func() error) (receipts.Refusal, error) {
 	start := d.log.Len()
 	err := fn()
 	var re *refusedError
 	if !errors.As(err, &re) {
 		if err == nil {
-			return receipts.Reason{}, errors.New("was not refused")
+			return receipts.Refusal{}, errors.New("was not refused")
 		}
-		return receipts.Reason{}, err
+		return receipts.Refusal{}, err
 	}
-	var doc receipts.Refusal
+	var doc receipts.RefusalDocument
 	printed := bytes.TrimSpace(d.log.Bytes()[start:])
 	if i := bytes.LastIndexByte(printed, '\n'); i >= 0 {
 		printed = printed[i+1:]
 	}
 	if err := canon.Unmarshal(printed, &doc, canon.Options{}); err != nil || len(doc.Reasons) == 0 {
-		return receipts.Reason{}, errors.New("refusal document unreadable")
+		return receipts.Refusal{}, errors.New("refusal document unreadable")
 	}
 	return doc.Reasons[0], nil
 }
@@ -334,7 +334,7 @@ func (d *demo) report() {
 	fmt.Fprintf(out, "\n%d of %d checks behaved as expected.\n", n, len(d.checks))
 }
 
-func reasonText(r receipts.Reason, err error) string {
+func reasonText(r receipts.Refusal, err error) string {
 	if err != nil {
 		return errText(err)
 	}

@@ -70,13 +70,13 @@ func readCapped(c *Cmd, path string, max int64) (data []byte, over bool, err err
 
 // readProjection reads a projection file; a file over the size limit is a
 // refusal, not an error.
-func readProjection(c *Cmd, path string) ([]byte, []grammar.Refusal, error) {
+func readProjection(c *Cmd, path string) ([]byte, []receipts.Refusal, error) {
 	data, over, err := readCapped(c, path, grammar.DefaultMaxProjectionBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read projection: %w", err)
 	}
 	if over {
-		return nil, []grammar.Refusal{{Code: receipts.LimitExceeded, Part: -1, Line: 1, Column: 1}}, nil
+		return nil, []receipts.Refusal{{Code: receipts.LimitExceeded, Part: -1, Line: 1, Column: 1}}, nil
 	}
 	return data, nil, nil
 }

@@ -109,7 +109,7 @@ func (c *Cmd) importRefused(err error) error {
 	var ie *importer.InputError
 	var re *importer.RefusedError
 	var ce *importer.CodeOwnersError
-	reason := receipts.Reason{Part: -1, Kind: "import"}
+	reason := receipts.Refusal{Part: -1, Kind: "import"}
 	switch {
 	case errors.As(err, &ie):
 		reason.Code, reason.Line, reason.Column = ie.Code, ie.Line, ie.Column
@@ -121,7 +121,7 @@ func (c *Cmd) importRefused(err error) error {
 		return err
 	}
 	event := receipts.NewEventID()
-	c.journal(event, []receipts.Reason{reason})
+	c.journal(event, []receipts.Refusal{reason})
 	c.errorf("%s: %v (event %s)", c.name, err, event)
 	if re != nil && re.Unknown.Total() > 0 {
 		fmt.Fprintf(c.Stderr, "cut: import: findings with items not in the vocabulary: %s\n", re.Unknown)

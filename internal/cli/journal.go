@@ -18,7 +18,7 @@ func (c *Cmd) openJournal() *egress.Journal {
 
 // journal records a refusal. A journal that cannot be written is reported
 // on stderr; the refusal itself still stands.
-func (c *Cmd) journal(eventID string, reasons []receipts.Reason) {
+func (c *Cmd) journal(eventID string, reasons []receipts.Refusal) {
 	j := c.openJournal()
 	if j == nil {
 		return

@@ -45,7 +45,7 @@ func TestLeaseCommands(t *testing.T) {
 	code, out, _ = f.cut(t, "lease", "revoke", a.Lease.ID, "--json")
 	var ref refusalDoc
 	decodeStrict(t, out, &ref)
-	if code != ExitRefused || !ref.Refused || len(ref.Reasons) != 1 || ref.Reasons[0] != (receipts.Reason{Code: receipts.LeaseNotActive, Part: -1, Kind: "vault"}) || ref.EventID == "" {
+	if code != ExitRefused || !ref.Refused || len(ref.Reasons) != 1 || ref.Reasons[0] != (receipts.Refusal{Code: receipts.LeaseNotActive, Part: -1, Kind: "vault"}) || ref.EventID == "" {
 		t.Errorf("second revoke: exit %d %+v", code, ref)
 	}
 	code, out, _ = f.cut(t, "lease", "revoke", a.Lease.ID)

@@ -14,7 +14,6 @@ import (
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/egress"
-	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier"
@@ -240,8 +239,8 @@ func printExport(c *Cmd, export []byte) {
 }
 
 // planReasons is the refusal of a seal or an admission: about the plan.
-func planReasons(code receipts.Code) []grammar.Refusal {
-	return []grammar.Refusal{{Code: code, Part: -1, Kind: "plan"}}
+func planReasons(code receipts.Code) []receipts.Refusal {
+	return []receipts.Refusal{{Code: code, Part: -1, Kind: "plan"}}
 }
 
 // bundleParts returns the bundle in canonical form, and a newline, as

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/canon"
-	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/api"
@@ -183,12 +182,12 @@ func (c *Cmd) rehydrateRefusal(asJSON bool, err error) error {
 	if code == "" {
 		return err
 	}
-	r := receipts.Reason{Code: code, Part: -1, Kind: "return"}
-	var rr *rehydrate.Refusal
+	r := receipts.Refusal{Code: code, Part: -1, Kind: "return"}
+	var rr *receipts.Refusal
 	if errors.As(err, &rr) {
-		r = rr.AsReason()
+		r = *rr
 	}
-	doc := receipts.Refusal{Refused: true, EventID: receipts.NewEventID(), Reasons: []receipts.Reason{r}}
+	doc := receipts.RefusalDocument{Refused: true, EventID: receipts.NewEventID(), Reasons: []receipts.Refusal{r}}
 	c.journal(doc.EventID, doc.Reasons)
 	if asJSON {
 		if err := c.printJSON(doc); err != nil {
@@ -260,5 +259,5 @@ func (c *Cmd) checkSchemaDigest(planDigest, digest string, asJSON bool) error {
 		return nil
 	}
 	c.errorf("%s: the schema is not the plan's output schema", c.name)
-	return c.refuse(asJSON, []grammar.Refusal{{Code: receipts.PlanMismatch, Part: -1, Kind: "schema"}}, nil)
+	return c.refuse(asJSON, []receipts.Refusal{{Code: receipts.PlanMismatch, Part: -1, Kind: "schema"}}, nil)
 }

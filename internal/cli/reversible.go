@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/censor"
-	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/api"
 	"github.com/privacycut/privacycut/vault/harden"
@@ -74,7 +73,7 @@ func (c *Cmd) reversibleSource(ctx context.Context, f *prepareFlags, in *inputs)
 	sock := c.vaultSocket(f.vault)
 	if sock == "" {
 		c.hintf("%v", errNoVault)
-		return nil, nil, c.refuse(f.asJSON, []grammar.Refusal{{Code: receipts.VaultProfileNotProven, Part: -1, Kind: "vault"}}, nil)
+		return nil, nil, c.refuse(f.asJSON, []receipts.Refusal{{Code: receipts.VaultProfileNotProven, Part: -1, Kind: "vault"}}, nil)
 	}
 	cl, err := c.dialSocket(sock)
 	if err != nil {
@@ -88,7 +87,7 @@ func (c *Cmd) reversibleSource(ctx context.Context, f *prepareFlags, in *inputs)
 	if st.Profile.Profile != harden.Accepted {
 		cl.Close()
 		c.errorf("%s: the vault profile is %s (%v)", c.name, st.Profile.Profile, st.Profile.Reasons)
-		return nil, nil, c.refuse(f.asJSON, []grammar.Refusal{{Code: receipts.VaultProfileNotProven, Part: -1, Kind: "vault"}}, nil)
+		return nil, nil, c.refuse(f.asJSON, []receipts.Refusal{{Code: receipts.VaultProfileNotProven, Part: -1, Kind: "vault"}}, nil)
 	}
 	plan := in.plan
 	src := &vaultSource{client: cl, req: service.CreateRequest{

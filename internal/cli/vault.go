@@ -52,7 +52,7 @@ func (c *Cmd) vaultError(asJSON bool, err error) error {
 		return err
 	}
 	doc := refusalDoc{Refused: true, EventID: receipts.NewEventID(),
-		Reasons: []receipts.Reason{{Code: code, Part: -1, Kind: "vault"}}}
+		Reasons: []receipts.Refusal{{Code: code, Part: -1, Kind: "vault"}}}
 	c.journal(doc.EventID, doc.Reasons)
 	if asJSON {
 		if perr := c.printJSON(doc); perr != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
@@ -178,7 +177,7 @@ func TestDaemonRehydrate(t *testing.T) {
 		bad := tc.doc(own, other).bytes(t)
 		for try := range 2 {
 			_, err := c.Rehydrate(ctx, rhRequest(t, c, own.Lease.ID, schema, bad, ek))
-			var r *rehydrate.Refusal
+			var r *receipts.Refusal
 			if service.CodeOf(err) != tc.code || !errors.As(err, &r) || r.Path != tc.path {
 				t.Errorf("%s, try %d: %v, want %s at %s", tc.name, try, err, tc.code, tc.path)
 			}

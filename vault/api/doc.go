@@ -29,7 +29,7 @@
 // is lost). A refused return or schema carries, besides the
 // Refusal detail, a ReturnRefusal detail (document, JSON path, line,
 // column, length, fixed reason), which the client turns back into the
-// *rehydrate.Refusal or *rehydrate.SchemaError the *service.Error wraps;
+// *receipts.Refusal the *service.Error wraps;
 // a detail outside its alphabet or bounds is dropped.
 //
 // # Authentication

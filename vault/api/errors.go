@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/internal/vaultpb"
 	"github.com/privacycut/privacycut/vault/service"
 	"google.golang.org/grpc/codes"
@@ -120,15 +119,17 @@ func returnRefusal(e *service.Error) *vaultpb.ReturnRefusal {
 	if e.Code == "" {
 		return nil
 	}
-	var r *rehydrate.Refusal
-	if errors.As(e.Err, &r) {
+	var r *receipts.Refusal
+	if !errors.As(e.Err, &r) {
+		return nil
+	}
+	switch r.Kind {
+	case "return":
 		return &vaultpb.ReturnRefusal{Document: "return", Path: r.Path, Line: int64(r.Line),
 			Column: int64(r.Column), Length: int64(r.Length), Reason: r.Reason}
-	}
-	var s *rehydrate.SchemaError
-	if errors.As(e.Err, &s) {
-		return &vaultpb.ReturnRefusal{Document: "schema", Line: int64(s.Line),
-			Column: int64(s.Column), Length: int64(s.Length), Reason: s.Reason}
+	case "schema":
+		return &vaultpb.ReturnRefusal{Document: "schema", Line: int64(r.Line),
+			Column: int64(r.Column), Length: int64(r.Length), Reason: r.Reason}
 	}
 	return nil
 }
@@ -140,7 +141,7 @@ const (
 	maxDetailPos    = 1 << 31
 )
 
-// refusalOf rebuilds the *rehydrate.Refusal or *rehydrate.SchemaError of a
+// refusalOf rebuilds the *receipts.Refusal (of the return or the schema) of a
 // ReturnRefusal detail with its code. A detail that does not look like one
 // (unknown document, a path or reason outside its alphabet or bound, a
 // negative or huge position) is dropped: the code alone remains.
@@ -155,12 +156,12 @@ func refusalOf(code receipts.Code, rr *vaultpb.ReturnRefusal) error {
 		if !jsonPath(rr.Path) {
 			return nil
 		}
-		return &rehydrate.Refusal{Code: code, Path: rr.Path, Line: line, Column: col, Length: n, Reason: rr.Reason}
+		return &receipts.Refusal{Code: code, Part: -1, Kind: "return", Path: rr.Path, Line: line, Column: col, Length: n, Reason: rr.Reason}
 	case "schema":
 		if rr.Path != "" {
 			return nil
 		}
-		return &rehydrate.SchemaError{Code: code, Line: line, Column: col, Length: n, Reason: rr.Reason}
+		return &receipts.Refusal{Code: code, Part: -1, Kind: "schema", Line: line, Column: col, Length: n, Reason: rr.Reason}
 	}
 	return nil
 }

@@ -170,9 +170,9 @@ func (c *Client) SealEvidenceKey(ctx context.Context, key *receipts.EvidenceKey)
 // opened here. On success the lease is CONSUMED and its key destroyed, and
 // the result holds restored values: the caller clears Output after use. A refused
 // return is a *service.Error with the refusal code (service.CodeOf) that
-// wraps a *rehydrate.Refusal naming the JSON path and position (errors.As);
+// wraps a *receipts.Refusal naming the JSON path and position (errors.As);
 // the lease then stays CLAIMED by this tuple. A refused schema wraps a
-// *rehydrate.SchemaError instead.
+// *receipts.Refusal instead.
 //
 // If the connection breaks after the vault consumed the lease, or a piece
 // of the sealed output fails authentication (ErrInternal), the result is

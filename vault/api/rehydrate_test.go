@@ -115,11 +115,11 @@ func TestRehydrateRoundTrip(t *testing.T) {
 	// A refusal first: an exact token in prose.
 	bad := rhDoc{Items: []rhItem{{Owner: res.Tokens[0]}, {Note: res.Tokens[1]}}}.bytes(t)
 	_, err := f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, schema, bad, ek))
-	var r *rehydrate.Refusal
+	var r *receipts.Refusal
 	if service.CodeOf(err) != receipts.TokenWrongPath || !errors.As(err, &r) {
 		t.Fatalf("refusal across the socket: %v", err)
 	}
-	if diff := cmp.Diff(&rehydrate.Refusal{Code: receipts.TokenWrongPath, Path: "$.items[1].note",
+	if diff := cmp.Diff(&receipts.Refusal{Code: receipts.TokenWrongPath, Part: -1, Kind: "return", Path: "$.items[1].note",
 		Line: 1, Column: bytes.LastIndex(bad, []byte(res.Tokens[1])), Length: len(res.Tokens[1]) + 2, Reason: r.Reason}, r); diff != "" || r.Reason == "" {
 		t.Errorf("refusal detail (-want +got):\n%s", diff)
 	}
@@ -161,11 +161,11 @@ func TestRehydrateRoundTrip(t *testing.T) {
 	if service.CodeOf(err) != receipts.LeaseNotActive {
 		t.Errorf("replay: %v", err)
 	}
-	// A schema refusal carries a SchemaError.
+	// A schema refusal carries a refusal of kind schema.
 	res = f.grant(t, ps)
 	f.bind(t, res)
 	_, err = f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, []byte(`{"type":"integer"}`), ret, ek))
-	var se *rehydrate.SchemaError
+	var se *receipts.Refusal
 	if service.CodeOf(err) != receipts.MalformedRecord || !errors.As(err, &se) || se.Line != 1 || se.Column != 9 {
 		t.Errorf("schema refusal: %v", err)
 	}
@@ -328,15 +328,15 @@ func TestRehydrateStreamChecks(t *testing.T) {
 // refusals, and a detail outside its alphabet or bounds is dropped (the
 // code remains).
 func TestReturnRefusalDetail(t *testing.T) {
-	ref := &rehydrate.Refusal{Code: receipts.TokenNotIssued, Path: "$.a[3].b-c_d", Line: 2, Column: 7, Length: 52, Reason: "not exactly a token"}
+	ref := &receipts.Refusal{Code: receipts.TokenNotIssued, Part: -1, Kind: "return", Path: "$.a[3].b-c_d", Line: 2, Column: 7, Length: 52, Reason: "not exactly a token"}
 	err := fromStatus("rehydrate", toStatus("rehydrate", &service.Error{Code: ref.Code, Op: "rehydrate", Field: "return", Err: ref}))
-	var got *rehydrate.Refusal
+	var got *receipts.Refusal
 	if !errors.As(err, &got) || !cmp.Equal(ref, got) || service.CodeOf(err) != ref.Code {
 		t.Errorf("refusal round trip: %v", err)
 	}
-	sch := &rehydrate.SchemaError{Code: receipts.UnknownCategory, Line: 4, Column: 1, Length: 9, Reason: "unknown category"}
+	sch := &receipts.Refusal{Code: receipts.UnknownCategory, Part: -1, Kind: "schema", Line: 4, Column: 1, Length: 9, Reason: "unknown category"}
 	err = fromStatus("rehydrate", toStatus("rehydrate", &service.Error{Code: sch.Code, Op: "rehydrate", Field: "schema", Err: sch}))
-	var gs *rehydrate.SchemaError
+	var gs *receipts.Refusal
 	if !errors.As(err, &gs) || !cmp.Equal(sch, gs) {
 		t.Errorf("schema error round trip: %v", err)
 	}

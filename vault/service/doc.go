@@ -44,7 +44,7 @@
 // builds RehydrationReceipt@1 with purge_at ≤ min(lease deadline, cut
 // expiry, now + retention maximum) and final_digest keyed under the
 // evidence key, which is then wiped; and only then consumes the lease and
-// destroys its key. A refused return (a *rehydrate.Refusal wrapped in an
+// destroys its key. A refused return (a *receipts.Refusal wrapped in an
 // *Error carrying its code: JSON path, line, column, length, never a token
 // or a value), a canceled caller or any other failure before the consume
 // leaves the lease CLAIMED by the tuple, which may retry. After the

@@ -127,7 +127,7 @@ func SealEvidenceKey(recipient [seal.KeySize]byte, key *receipts.EvidenceKey) (s
 //     validated (rehydrate.Validate) against the schema, the lease's
 //     namespace and purpose, and the tokens the lease issued — every one of
 //     which Bind found in the disclosed export. A refusal is an *Error
-//     carrying the refusal code that wraps the *rehydrate.Refusal (JSON
+//     carrying the refusal code that wraps the *receipts.Refusal (JSON
 //     path, line, column, length; never a token or a value), and the lease
 //     stays CLAIMED by this tuple, so the same tuple may retry.
 //  4. The substitution (Plan.Apply) and RehydrationReceipt@1, with purge_at
@@ -324,13 +324,9 @@ func withEvidenceKey(key *arena.Secret, fn func(*receipts.EvidenceKey) error) er
 // carrying its code and wrapping the refusal (errors.As reaches its path
 // and position). field is "return" or "schema".
 func returnError(op, field string, err error) error {
-	var r *rehydrate.Refusal
+	var r *receipts.Refusal
 	if errors.As(err, &r) {
 		return &Error{Code: r.Code, Op: op, Field: field, Err: r}
-	}
-	var s *rehydrate.SchemaError
-	if errors.As(err, &s) {
-		return &Error{Code: s.Code, Op: op, Field: field, Err: s}
 	}
 	return nil
 }

@@ -374,9 +374,9 @@ func TestRehydrateNearMisses(t *testing.T) {
 			for try := range 2 {
 				res, err := v.Rehydrate(ctx, principal, req)
 				wantCode(t, err, tc.code)
-				var r *rehydrate.Refusal
+				var r *receipts.Refusal
 				if !errors.As(err, &r) || r.Path != tc.path {
-					t.Fatalf("try %d: %v: want a *rehydrate.Refusal at %s", try, err, tc.path)
+					t.Fatalf("try %d: %v: want a *receipts.Refusal at %s", try, err, tc.path)
 				}
 				if r.Line < 1 || r.Column < 1 || r.Length < 1 {
 					t.Errorf("refusal without a position: %+v", r)
@@ -525,9 +525,9 @@ func TestRehydrateRequestChecks(t *testing.T) {
 	req := rhReq(t, v, l.res.Lease.ID, ret, ek)
 	req.Schema = []byte(`{"type":"string","pattern":"x"}`)
 	_, err := v.Rehydrate(ctx, principal, req)
-	var sch *rehydrate.SchemaError
+	var sch *receipts.Refusal
 	if !errors.As(err, &sch) || sch.Line != 1 || sch.Column != 18 {
-		t.Errorf("schema refusal %v, want a SchemaError at line 1 column 18", err)
+		t.Errorf("schema refusal %v, want a schema refusal at line 1 column 18", err)
 	}
 }
 
