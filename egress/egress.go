@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/verifier"
 )
 
 // Reasons of an admission refusal: the fixed words of EgressDecision@1's
@@ -65,14 +66,28 @@ type Options struct {
 	PolicyRevision string           // the policy revision seals must match; "" matches nothing
 }
 
-// SealRequest is what a seal is asked for: the verified cut.
+// SealRequest is what a seal is asked for: the verified cut. Its
+// verification is a verifier.Verdict, which only the verifier makes (in
+// process or from its plugin's answer): a CutVerification@1 assembled by
+// hand cannot be sealed.
 type SealRequest struct {
 	SourceDigest string // hmac-sha256:… of the source projection
 	Export       []byte // the exact export bytes
 	Plan         receipts.Plan
 	Receipts     []receipts.TransformationReceipt
-	Verification receipts.Verification
+	Verification verifier.Verdict
 	Lease        string // "" for irreversible cuts
+}
+
+// sealInput is a SealRequest with its verification unwrapped: what the
+// checks read.
+type sealInput struct {
+	SourceDigest string
+	Export       []byte
+	Plan         receipts.Plan
+	Receipts     []receipts.TransformationReceipt
+	Verification receipts.Verification
+	Lease        string
 }
 
 // Authority is an in-memory seal authority and egress gate. Its seals exist
@@ -137,6 +152,13 @@ func (a *Authority) DenyLocal(digest string) {
 // with its own event id. A journal failure is returned as an error and
 // nothing is sealed.
 func (a *Authority) Seal(req SealRequest) (receipts.PrivacyCut, error) {
+	return a.seal(sealInput{
+		SourceDigest: req.SourceDigest, Export: req.Export, Plan: req.Plan, Receipts: req.Receipts,
+		Verification: req.Verification.Verification(), Lease: req.Lease,
+	})
+}
+
+func (a *Authority) seal(req sealInput) (receipts.PrivacyCut, error) {
 	now := a.now()
 	c, reason, err := a.check(&req, now)
 	if err != nil {
@@ -209,7 +231,7 @@ type checked struct {
 
 // check returns the first broken binding as a reason word, or "" and the
 // computed digests. err is set only when a value cannot be encoded at all.
-func (a *Authority) check(req *SealRequest, now time.Time) (checked, string, error) {
+func (a *Authority) check(req *sealInput, now time.Time) (checked, string, error) {
 	var c checked
 	p, v, rs := &req.Plan, &req.Verification, req.Receipts
 

@@ -28,9 +28,9 @@ func setup(t *testing.T, clk *clock) (*egress.Authority, string) {
 	}), path
 }
 
-func mustSeal(t *testing.T, a *egress.Authority, req egress.SealRequest) receipts.PrivacyCut {
+func mustSeal(t *testing.T, a *egress.Authority, req egress.UnverifiedSeal) receipts.PrivacyCut {
 	t.Helper()
-	cut, err := a.Seal(req)
+	cut, err := a.SealUnverified(req)
 	if err != nil {
 		t.Fatalf("Seal: %v", err)
 	}
@@ -117,21 +117,21 @@ func TestSealRefusals(t *testing.T) {
 		name   string
 		policy string                    // authority's revision; "" means policy
 		fix    func(*fixture)            // before digests are derived
-		mut    func(*egress.SealRequest) // after: breaks one binding
+		mut    func(*egress.UnverifiedSeal) // after: breaks one binding
 		deny   bool                      // DenyLocal the export first
 		reason string
 	}{
-		{name: "verdict fail", mut: func(r *egress.SealRequest) { r.Verification.Verdict = "fail" }, reason: "verdict"},
-		{name: "pass with a failed claim", mut: func(r *egress.SealRequest) { r.Verification.Claims[5].OK = false }, reason: "verdict"},
-		{name: "pass with a claim missing", mut: func(r *egress.SealRequest) { r.Verification.Claims = r.Verification.Claims[:7] }, reason: "verdict"},
-		{name: "pass with claims reordered", mut: func(r *egress.SealRequest) {
+		{name: "verdict fail", mut: func(r *egress.UnverifiedSeal) { r.Verification.Verdict = "fail" }, reason: "verdict"},
+		{name: "pass with a failed claim", mut: func(r *egress.UnverifiedSeal) { r.Verification.Claims[5].OK = false }, reason: "verdict"},
+		{name: "pass with a claim missing", mut: func(r *egress.UnverifiedSeal) { r.Verification.Claims = r.Verification.Claims[:7] }, reason: "verdict"},
+		{name: "pass with claims reordered", mut: func(r *egress.UnverifiedSeal) {
 			c := r.Verification.Claims
 			c[0], c[1] = c[1], c[0]
 		}, reason: "verdict"},
-		{name: "plan schema", mut: func(r *egress.SealRequest) { r.Plan.Schema = "DisclosurePlan@2" }, reason: "schema"},
-		{name: "verification schema", mut: func(r *egress.SealRequest) { r.Verification.Schema = "" }, reason: "schema"},
-		{name: "receipt schema", mut: func(r *egress.SealRequest) { r.Receipts[0].Schema = "x" }, reason: "schema"},
-		{name: "mode differs", mut: func(r *egress.SealRequest) { r.Verification.Mode = receipts.ModeReversible }, reason: "mode"},
+		{name: "plan schema", mut: func(r *egress.UnverifiedSeal) { r.Plan.Schema = "DisclosurePlan@2" }, reason: "schema"},
+		{name: "verification schema", mut: func(r *egress.UnverifiedSeal) { r.Verification.Schema = "" }, reason: "schema"},
+		{name: "receipt schema", mut: func(r *egress.UnverifiedSeal) { r.Receipts[0].Schema = "x" }, reason: "schema"},
+		{name: "mode differs", mut: func(r *egress.UnverifiedSeal) { r.Verification.Mode = receipts.ModeReversible }, reason: "mode"},
 		{name: "mode unknown", fix: func(f *fixture) { f.Mode = "partial" }, reason: "mode"},
 		{name: "reversible without lease", fix: func(f *fixture) { f.Mode = receipts.ModeReversible }, reason: "lease"},
 		{name: "irreversible with lease", fix: func(f *fixture) { f.Lease = "pcl:" + strings.Repeat("b", 26) }, reason: "lease"},
@@ -144,41 +144,41 @@ func TestSealRefusals(t *testing.T) {
 		{name: "max uses zero", fix: func(f *fixture) { f.MaxUses = 0 }, reason: "max-uses"},
 		{name: "no target", fix: func(f *fixture) { f.Target = "" }, reason: "target"},
 		{name: "no consumer id", fix: func(f *fixture) { f.Consumer.ID = "" }, reason: "consumer"},
-		{name: "export one byte changed", mut: func(r *egress.SealRequest) { r.Export[len(r.Export)-2] ^= 1 }, reason: "export-digest"},
-		{name: "verification export digest", mut: func(r *egress.SealRequest) { r.Verification.ExportDigest = "sha256:" + strings.Repeat("0", 64) }, reason: "export-digest"},
-		{name: "source digest differs from verification", mut: func(r *egress.SealRequest) { r.SourceDigest = "hmac-sha256:" + strings.Repeat("b2", 32) }, reason: "source-digest"},
-		{name: "source digest not keyed", mut: func(r *egress.SealRequest) {
+		{name: "export one byte changed", mut: func(r *egress.UnverifiedSeal) { r.Export[len(r.Export)-2] ^= 1 }, reason: "export-digest"},
+		{name: "verification export digest", mut: func(r *egress.UnverifiedSeal) { r.Verification.ExportDigest = "sha256:" + strings.Repeat("0", 64) }, reason: "export-digest"},
+		{name: "source digest differs from verification", mut: func(r *egress.UnverifiedSeal) { r.SourceDigest = "hmac-sha256:" + strings.Repeat("b2", 32) }, reason: "source-digest"},
+		{name: "source digest not keyed", mut: func(r *egress.UnverifiedSeal) {
 			r.SourceDigest = "sha256:" + strings.Repeat("a1", 32)
 			r.Verification.SourceDigest = r.SourceDigest
 		}, reason: "source-digest"},
-		{name: "source digest empty", mut: func(r *egress.SealRequest) { r.SourceDigest, r.Verification.SourceDigest = "", "" }, reason: "source-digest"},
-		{name: "restricted ref", mut: func(r *egress.SealRequest) { r.Plan.RestrictedRef = "hmac-sha256:" + strings.Repeat("b2", 32) }, reason: "restricted-ref"},
-		{name: "verification plan digest", mut: func(r *egress.SealRequest) { r.Verification.PlanDigest = "sha256:" + strings.Repeat("1", 64) }, reason: "plan-digest"},
-		{name: "plan target substituted", mut: func(r *egress.SealRequest) { r.Plan.Target = "https://evil.example.net/v1/triage" }, reason: "plan-digest"},
-		{name: "plan consumer substituted", mut: func(r *egress.SealRequest) { r.Plan.Consumer.ID = "other" }, reason: "plan-digest"},
-		{name: "receipt plan digest", mut: func(r *egress.SealRequest) { r.Receipts[0].PlanDigest = "sha256:" + strings.Repeat("2", 64) }, reason: "plan-digest"},
-		{name: "verification vocabulary digest", mut: func(r *egress.SealRequest) { r.Verification.VocabularyDigest = "sha256:" + strings.Repeat("3", 64) }, reason: "vocabulary-digest"},
+		{name: "source digest empty", mut: func(r *egress.UnverifiedSeal) { r.SourceDigest, r.Verification.SourceDigest = "", "" }, reason: "source-digest"},
+		{name: "restricted ref", mut: func(r *egress.UnverifiedSeal) { r.Plan.RestrictedRef = "hmac-sha256:" + strings.Repeat("b2", 32) }, reason: "restricted-ref"},
+		{name: "verification plan digest", mut: func(r *egress.UnverifiedSeal) { r.Verification.PlanDigest = "sha256:" + strings.Repeat("1", 64) }, reason: "plan-digest"},
+		{name: "plan target substituted", mut: func(r *egress.UnverifiedSeal) { r.Plan.Target = "https://evil.example.net/v1/triage" }, reason: "plan-digest"},
+		{name: "plan consumer substituted", mut: func(r *egress.UnverifiedSeal) { r.Plan.Consumer.ID = "other" }, reason: "plan-digest"},
+		{name: "receipt plan digest", mut: func(r *egress.UnverifiedSeal) { r.Receipts[0].PlanDigest = "sha256:" + strings.Repeat("2", 64) }, reason: "plan-digest"},
+		{name: "verification vocabulary digest", mut: func(r *egress.UnverifiedSeal) { r.Verification.VocabularyDigest = "sha256:" + strings.Repeat("3", 64) }, reason: "vocabulary-digest"},
 		{name: "no vocabulary digest anywhere", fix: func(f *fixture) { f.Vocab = "" }, reason: "vocabulary-digest"},
-		{name: "receipt vocabulary digest", mut: func(r *egress.SealRequest) { r.Receipts[1].VocabularyDigest = "sha256:" + strings.Repeat("3", 64) }, reason: "vocabulary-digest"},
-		{name: "no receipts", mut: func(r *egress.SealRequest) { r.Receipts = nil }, reason: "receipt-chain"},
-		{name: "receipt dropped", mut: func(r *egress.SealRequest) { r.Receipts = r.Receipts[1:] }, reason: "receipt-chain"},
-		{name: "receipts reordered", mut: func(r *egress.SealRequest) {
+		{name: "receipt vocabulary digest", mut: func(r *egress.UnverifiedSeal) { r.Receipts[1].VocabularyDigest = "sha256:" + strings.Repeat("3", 64) }, reason: "vocabulary-digest"},
+		{name: "no receipts", mut: func(r *egress.UnverifiedSeal) { r.Receipts = nil }, reason: "receipt-chain"},
+		{name: "receipt dropped", mut: func(r *egress.UnverifiedSeal) { r.Receipts = r.Receipts[1:] }, reason: "receipt-chain"},
+		{name: "receipts reordered", mut: func(r *egress.UnverifiedSeal) {
 			r.Receipts[0], r.Receipts[1] = r.Receipts[1], r.Receipts[0]
 		}, reason: "receipt-chain"},
-		{name: "receipt re-digested", mut: func(r *egress.SealRequest) { r.Receipts[0].Operations[0].Count = 2 }, reason: "receipt-chain"},
-		{name: "parent missing", mut: func(r *egress.SealRequest) { r.Receipts[1].Parents = nil }, reason: "receipt-chain"},
-		{name: "first input not the source", mut: func(r *egress.SealRequest) { r.Receipts[0].InputDigest = candDigest }, reason: "receipt-chain"},
+		{name: "receipt re-digested", mut: func(r *egress.UnverifiedSeal) { r.Receipts[0].Operations[0].Count = 2 }, reason: "receipt-chain"},
+		{name: "parent missing", mut: func(r *egress.UnverifiedSeal) { r.Receipts[1].Parents = nil }, reason: "receipt-chain"},
+		{name: "first input not the source", mut: func(r *egress.UnverifiedSeal) { r.Receipts[0].InputDigest = candDigest }, reason: "receipt-chain"},
 		// Only the first input differs: parents and the receipts digest are
 		// derived from that receipt, so only the source binding can fail.
 		{name: "first input not the source, chain consistent", fix: func(f *fixture) { f.Input = manifestDigest }, reason: "receipt-chain"},
-		{name: "inputs not linked", mut: func(r *egress.SealRequest) { r.Receipts[1].InputDigest = srcDigest }, reason: "receipt-chain"},
-		{name: "label digest differs", mut: func(r *egress.SealRequest) { r.Receipts[1].LabelDigest = candDigest }, reason: "receipt-chain"},
-		{name: "last receipt not terminal", mut: func(r *egress.SealRequest) { r.Receipts[1].Terminal = false }, reason: "terminal"},
-		{name: "first receipt terminal", mut: func(r *egress.SealRequest) { r.Receipts[0].Terminal = true }, reason: "terminal"},
-		{name: "terminal binds other export", mut: func(r *egress.SealRequest) { r.Receipts[1].ExportDigest = "sha256:" + strings.Repeat("4", 64) }, reason: "terminal"},
-		{name: "terminal output other export", mut: func(r *egress.SealRequest) { r.Receipts[1].OutputDigest = "sha256:" + strings.Repeat("4", 64) }, reason: "terminal"},
-		{name: "terminal receipt re-digested", mut: func(r *egress.SealRequest) { r.Receipts[1].Operations[0].Count = 9 }, reason: "receipts-digest"},
-		{name: "verification receipts digest", mut: func(r *egress.SealRequest) { r.Verification.ReceiptsDigest = "sha256:" + strings.Repeat("5", 64) }, reason: "receipts-digest"},
+		{name: "inputs not linked", mut: func(r *egress.UnverifiedSeal) { r.Receipts[1].InputDigest = srcDigest }, reason: "receipt-chain"},
+		{name: "label digest differs", mut: func(r *egress.UnverifiedSeal) { r.Receipts[1].LabelDigest = candDigest }, reason: "receipt-chain"},
+		{name: "last receipt not terminal", mut: func(r *egress.UnverifiedSeal) { r.Receipts[1].Terminal = false }, reason: "terminal"},
+		{name: "first receipt terminal", mut: func(r *egress.UnverifiedSeal) { r.Receipts[0].Terminal = true }, reason: "terminal"},
+		{name: "terminal binds other export", mut: func(r *egress.UnverifiedSeal) { r.Receipts[1].ExportDigest = "sha256:" + strings.Repeat("4", 64) }, reason: "terminal"},
+		{name: "terminal output other export", mut: func(r *egress.UnverifiedSeal) { r.Receipts[1].OutputDigest = "sha256:" + strings.Repeat("4", 64) }, reason: "terminal"},
+		{name: "terminal receipt re-digested", mut: func(r *egress.UnverifiedSeal) { r.Receipts[1].Operations[0].Count = 9 }, reason: "receipts-digest"},
+		{name: "verification receipts digest", mut: func(r *egress.UnverifiedSeal) { r.Verification.ReceiptsDigest = "sha256:" + strings.Repeat("5", 64) }, reason: "receipts-digest"},
 		{name: "local-only export", deny: true, reason: "local-only"},
 	}
 	for _, tt := range tests {
@@ -204,7 +204,7 @@ func TestSealRefusals(t *testing.T) {
 			if tt.deny {
 				a.DenyLocal(receipts.SHA256(req.Export))
 			}
-			cut, err := a.Seal(req)
+			cut, err := a.SealUnverified(req)
 			e := asError(t, err)
 			if diff := cmp.Diff(&egress.Error{Op: "seal", Code: receipts.PlanMismatch, Reason: tt.reason},
 				e, cmpopts.IgnoreFields(egress.Error{}, "EventID")); diff != "" {
@@ -234,7 +234,7 @@ func TestSealTwiceRefused(t *testing.T) {
 	a, _ := setup(t, &clock{t0})
 	req := newFixture().build(t)
 	mustSeal(t, a, req)
-	_, err := a.Seal(req)
+	_, err := a.SealUnverified(req)
 	if e := asError(t, err); e.Reason != egress.ReasonSealed || e.Code != receipts.PlanMismatch {
 		t.Errorf("second seal: %v, want PLAN_MISMATCH sealed", err)
 	}
@@ -508,7 +508,7 @@ func TestCanary(t *testing.T) {
 	lf.Export = leaky
 	req := lf.build(t)
 	req.Verification.Verdict = "fail"
-	if _, err := a.Seal(req); err == nil {
+	if _, err := a.SealUnverified(req); err == nil {
 		t.Fatalf("leaky export sealed")
 	} else {
 		texts = append(texts, err.Error())
@@ -577,7 +577,7 @@ func TestSealFailsClosedWithoutJournal(t *testing.T) {
 	a := egress.NewAuthority(egress.Options{Journal: j, Now: (&clock{t0}).now, PolicyRevision: policy})
 	f := newFixture()
 	req := f.build(t)
-	cut, err := a.Seal(req)
+	cut, err := a.SealUnverified(req)
 	if err == nil || cut.EventID != "" {
 		t.Fatalf("sealed without a journal")
 	}
@@ -585,7 +585,7 @@ func TestSealFailsClosedWithoutJournal(t *testing.T) {
 		t.Errorf("error %q", err)
 	}
 	req.Verification.Verdict = "fail"
-	_, err = a.Seal(req)
+	_, err = a.SealUnverified(req)
 	if e := asError(t, err); e.Reason != "verdict" || !strings.Contains(err.Error(), "refusal not recorded") {
 		t.Errorf("refusal with broken journal: %v", err)
 	}

@@ -2,6 +2,7 @@ package egress_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,9 +10,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/privacycut/privacycut/canon"
+	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/egress"
+	"github.com/privacycut/privacycut/examples"
+	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/verifier"
 )
 
 // An agent runtime seals the verified cut once, then asks the gate right
@@ -80,11 +87,42 @@ func Example() {
 	// refused: PLAN_MISMATCH body
 }
 
-// preparedCut stands in for `cut prepare`: a cut bound to target, with its
-// receipts and a pass verification.
+// preparedCut is what `cut prepare` does before the seal: the censor cuts
+// the bundled example under a plan for target, and the verifier checks it.
 func preparedCut(target string) (egress.SealRequest, error) {
-	f := newFixture()
-	f.Target = target
-	f.Expires = "2999-01-01T00:00:00Z"
-	return f.request()
+	key, err := receipts.NewEvidenceKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		return egress.SealRequest{}, err
+	}
+	vocab, err := grammar.LoadVocabulary(examples.Vocabulary)
+	if err != nil {
+		return egress.SealRequest{}, err
+	}
+	doc, refs := grammar.LoadProjection(examples.Projection, grammar.LoadOptions{})
+	if refs != nil {
+		return egress.SealRequest{}, &refs[0]
+	}
+	plan, err := censor.NewPlan(doc, vocab, key, censor.PlanOptions{
+		Consumer: receipts.Consumer{Kind: "model", ID: "triage"}, Purpose: "dependency-triage",
+		Target: target, MaxUses: 2, Now: time.Now(),
+	})
+	if err != nil {
+		return egress.SealRequest{}, err
+	}
+	out, err := censor.Cut(context.Background(), censor.Input{Doc: doc, Vocabulary: vocab, Plan: plan, Key: key})
+	if err != nil {
+		return egress.SealRequest{}, err
+	}
+	planDoc, err := canon.Marshal(plan)
+	if err != nil {
+		return egress.SealRequest{}, err
+	}
+	rs, err := canon.Marshal(out.Receipts)
+	if err != nil {
+		return egress.SealRequest{}, err
+	}
+	verdict := verifier.Check(verifier.Request{Source: examples.Projection, Export: out.Export, ExportDigest: out.ExportDigest,
+		Plan: planDoc, Vocabulary: examples.Vocabulary, Receipts: rs, EvidenceKey: key, Now: time.Now()})
+	return egress.SealRequest{SourceDigest: out.SourceDigest, Export: out.Export, Plan: *plan,
+		Receipts: out.Receipts, Verification: verdict}, nil
 }

@@ -60,7 +60,7 @@ func newFixture() fixture {
 	}
 }
 
-func (f fixture) build(tb testing.TB) egress.SealRequest {
+func (f fixture) build(tb testing.TB) egress.UnverifiedSeal {
 	tb.Helper()
 	req, err := f.request()
 	if err != nil {
@@ -70,7 +70,7 @@ func (f fixture) build(tb testing.TB) egress.SealRequest {
 }
 
 // request derives the seal request; an error means a value did not encode.
-func (f fixture) request() (egress.SealRequest, error) {
+func (f fixture) request() (egress.UnverifiedSeal, error) {
 	var err error
 	digest := func(v any) string {
 		d, e := receipts.DigestCanonical(v)
@@ -123,7 +123,7 @@ func (f fixture) request() (egress.SealRequest, error) {
 		"token-consistency", "no-residual", "plan-match", "receipt-chain"} {
 		claims = append(claims, receipts.Claim{Name: n, OK: true})
 	}
-	return egress.SealRequest{
+	return egress.UnverifiedSeal{
 		SourceDigest: srcDigest,
 		Export:       append([]byte(nil), f.Export...),
 		Plan:         plan,

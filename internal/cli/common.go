@@ -168,7 +168,8 @@ func (c *Cmd) verify(ctx context.Context, mode string, req verifier.Request) (re
 	if p != nil {
 		defer p.Close()
 	}
-	return c.runVerifier(ctx, p, req)
+	v, err := c.runVerifier(ctx, p, req)
+	return v.Verification(), err
 }
 
 // pluginVerifier is a launched verifier plugin. Its Close tells the logger
@@ -221,16 +222,16 @@ func (c *Cmd) launchVerifier(ctx context.Context, mode string) (*pluginVerifier,
 var verifyBudget = func(n int) time.Duration { return 2*time.Minute + time.Duration(n>>20)*2*time.Second }
 
 // runVerifier verifies req in the plugin p, or in this process if p is nil.
-func (c *Cmd) runVerifier(ctx context.Context, p *pluginVerifier, req verifier.Request) (receipts.Verification, error) {
+func (c *Cmd) runVerifier(ctx context.Context, p *pluginVerifier, req verifier.Request) (verifier.Verdict, error) {
 	if p == nil {
-		return verifier.Verify(req), nil
+		return verifier.Check(req), nil
 	}
 	n := len(req.Source) + len(req.Export) + len(req.Plan) + len(req.Vocabulary) + len(req.Receipts)
 	ctx, cancel := context.WithTimeout(ctx, verifyBudget(n))
 	defer cancel()
-	v, err := p.Verify(ctx, req)
+	v, err := p.Check(ctx, req)
 	if err != nil {
-		return receipts.Verification{}, fmt.Errorf("verifier plugin: %w", err)
+		return verifier.Verdict{}, fmt.Errorf("verifier plugin: %w", err)
 	}
 	return v, nil
 }

@@ -147,11 +147,12 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 	if err != nil {
 		return nil, err
 	}
-	p.verdict, err = c.runVerifier(ctx, vp, verifier.Request{Source: in.source, Export: p.out.Export, ExportDigest: p.out.ExportDigest,
+	verdict, err := c.runVerifier(ctx, vp, verifier.Request{Source: in.source, Export: p.out.Export, ExportDigest: p.out.ExportDigest,
 		Plan: in.planBytes, Vocabulary: in.vocabBytes, Receipts: rb, EvidenceKey: in.key, Now: time.Now()})
 	if err != nil {
 		return nil, err
 	}
+	p.verdict = verdict.Verification()
 	p.bundle = receipts.Bundle{Schema: receipts.SchemaBundle, Export: json.RawMessage(p.out.Export),
 		ExportDigest: p.out.ExportDigest, Receipts: p.out.Receipts, Verification: p.verdict, LabelDigest: p.out.LabelDigest}
 	if p.verdict.Verdict != receipts.VerdictPass {
@@ -165,7 +166,7 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 		p.lease = vs.lease
 	}
 	p.seal, err = auth.Seal(egress.SealRequest{SourceDigest: p.out.SourceDigest, Export: p.out.Export, Plan: *in.plan,
-		Receipts: p.out.Receipts, Verification: p.verdict, Lease: p.lease})
+		Receipts: p.out.Receipts, Verification: verdict, Lease: p.lease})
 	if err != nil {
 		var ee *egress.Error
 		if errors.As(err, &ee) {

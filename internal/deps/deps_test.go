@@ -20,7 +20,7 @@ var policy = map[string][]string{
 	"grammar":          {"receipts", "canon"},
 	"censor":           {"grammar", "receipts", "canon"},
 	"verifier":         {"receipts", "canon", "verifier", "internal/bigbuf"},
-	"egress":           {"receipts", "canon", "internal/durable"},
+	"egress":           {"receipts", "canon", "verifier", "internal/durable", "internal/bigbuf"},
 	"lease":            {"receipts", "canon"},
 	"rehydrate":        {"receipts", "canon"},
 	"vault":            {"vault", "lease", "rehydrate", "receipts", "canon", "internal/durable"},
