@@ -115,10 +115,10 @@ func TestSealReversibleWithLease(t *testing.T) {
 func TestSealRefusals(t *testing.T) {
 	tests := []struct {
 		name   string
-		policy string                    // authority's revision; "" means policy
-		fix    func(*fixture)            // before digests are derived
+		policy string                       // authority's revision; "" means policy
+		fix    func(*fixture)               // before digests are derived
 		mut    func(*egress.UnverifiedSeal) // after: breaks one binding
-		deny   bool                      // DenyLocal the export first
+		deny   bool                         // DenyLocal the export first
 		reason string
 	}{
 		{name: "verdict fail", mut: func(r *egress.UnverifiedSeal) { r.Verification.Verdict = "fail" }, reason: "verdict"},

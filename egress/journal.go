@@ -17,16 +17,16 @@ import (
 // Entry is one line of the evidence journal. It holds identifiers, codes,
 // positions and digests only: never raw values, keys, subjects or file names.
 type Entry struct {
-	EventID string            `json:"event_id"`
-	Time    time.Time         `json:"time"`
-	Kind    string            `json:"kind"` // "refusal", "seal", "admit"
-	Command string            `json:"command,omitempty"`
-	Seal    string            `json:"seal,omitempty"` // the seal's event id
-	Codes   []receipts.Code   `json:"codes,omitempty"`
-	Reason  string            `json:"reason,omitempty"` // a fixed word (see the Reason constants)
+	EventID string             `json:"event_id"`
+	Time    time.Time          `json:"time"`
+	Kind    string             `json:"kind"` // "refusal", "seal", "admit"
+	Command string             `json:"command,omitempty"`
+	Seal    string             `json:"seal,omitempty"` // the seal's event id
+	Codes   []receipts.Code    `json:"codes,omitempty"`
+	Reason  string             `json:"reason,omitempty"` // a fixed word (see the Reason constants)
 	Reasons []receipts.Refusal `json:"reasons,omitempty"`
-	Digest  string            `json:"digest,omitempty"` // export digest (public)
-	Use     int               `json:"use,omitempty"`    // admission number within max_uses
+	Digest  string             `json:"digest,omitempty"` // export digest (public)
+	Use     int                `json:"use,omitempty"`    // admission number within max_uses
 }
 
 // Journal appends entries to a local JSON-lines file (0600). It is safe for

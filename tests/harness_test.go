@@ -192,7 +192,7 @@ func (c *cutter) show(ref string) service.Info {
 // refusalCodes returns the codes of a refusal document printed with --json.
 func refusalCodes(out []byte) []receipts.Code {
 	var doc struct {
-		Refused bool              `json:"refused"`
+		Refused bool               `json:"refused"`
 		Reasons []receipts.Refusal `json:"reasons"`
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(out), &doc); err != nil || !doc.Refused {
