@@ -1,0 +1,317 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/privacycut/privacycut/canon"
+	"github.com/privacycut/privacycut/censor"
+	"github.com/privacycut/privacycut/egress"
+	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/lease"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/verifier"
+)
+
+// PolicyRevision is the policy this build's seal authority enforces.
+const PolicyRevision = censor.PolicyRevision
+
+// Options configure a Pipeline.
+type Options struct {
+	// EvidenceKey keys the digests of source-derived material. Required.
+	EvidenceKey *receipts.EvidenceKey
+	// Verifier runs the independent verifier. nil: InProcess.
+	Verifier Verifier
+	// Vault is a connection to vaultd, required for reversible cuts (nil:
+	// they are refused VAULT_PROFILE_NOT_PROVEN). The caller closes it.
+	Vault *api.Client
+	// Journal records refusals, seals and admissions (nil: none).
+	Journal *egress.Journal
+	// Authority is the seal authority and egress gate. nil: a new one
+	// journaling to Journal.
+	Authority *egress.Authority
+	// Buffer, when set, supplies the large buffers of a cut (the decoded
+	// texts, the export): the cut's slices share them and the caller decides
+	// how long they live (no longer than the Cut is used). nil: the heap.
+	Buffer func(n int) []byte
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Command names the pipeline's steps in the journal (default
+	// "pipeline").
+	Command string
+	// Warn receives content-free warnings the pipeline cannot return (a
+	// journal that could not be written, a lease that could not be
+	// revoked). nil: dropped.
+	Warn func(string)
+}
+
+// Pipeline prepares and sends cuts. It is safe for concurrent use when its
+// Verifier and Vault are (InProcess and an api.Client are).
+type Pipeline struct {
+	opt      Options
+	auth     *egress.Authority
+	verifier Verifier
+	stopping sync.WaitGroup // plugin sessions being closed
+}
+
+// New returns a pipeline. Close it when done: it waits for the verifier
+// plugins it stops in the background.
+func New(opt Options) (*Pipeline, error) {
+	if opt.EvidenceKey == nil {
+		return nil, errors.New("pipeline: no evidence key")
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	p := &Pipeline{opt: opt, auth: opt.Authority, verifier: opt.Verifier}
+	if p.auth == nil {
+		p.auth = egress.NewAuthority(egress.Options{Journal: opt.Journal, PolicyRevision: PolicyRevision, Now: opt.Now})
+	}
+	if p.verifier == nil {
+		p.verifier = InProcess()
+	}
+	return p, nil
+}
+
+// Close waits for the verifier plugins the pipeline is stopping.
+func (p *Pipeline) Close() error {
+	p.stopping.Wait()
+	return nil
+}
+
+// Authority returns the pipeline's seal authority.
+func (p *Pipeline) Authority() *egress.Authority { return p.auth }
+
+func (p *Pipeline) command() string {
+	if p.opt.Command != "" {
+		return p.opt.Command
+	}
+	return "pipeline"
+}
+
+func (p *Pipeline) warn(msg string) {
+	if p.opt.Warn != nil {
+		p.opt.Warn(msg)
+	}
+}
+
+// Input is one cut to prepare.
+type Input struct {
+	Vocabulary *Vocabulary
+	Plan       *Plan
+	// Projection is the Projection@1 document, the complete model input.
+	// It is kept, not copied, until the cut is sealed: the caller must not
+	// modify it meanwhile.
+	Projection []byte
+	// Schema is the output schema document of a reversible cut (bound by
+	// the plan's output_schema_digest); it is kept with the cut for Send.
+	Schema []byte
+	// Run and Attempt are bound into a reversible cut's lease and its
+	// claim (default "run" and 1).
+	Run     string
+	Attempt uint32
+}
+
+// Cut is a prepared cut: the export, its evidence and, when it passed
+// verification, its seal in the pipeline's authority.
+type Cut struct {
+	Plan         receipts.Plan
+	PlanDigest   string
+	Export       []byte // the canonical Export@1 (in an Options.Buffer buffer when one was given)
+	ExportDigest string
+	SourceDigest string
+	LabelDigest  string
+	Receipts     []receipts.TransformationReceipt
+	Verification receipts.Verification
+	Seal         receipts.PrivacyCut // zero when not sealed
+	Lease        string              // the reversible cut's lease, "" otherwise
+	Stats        Stats
+
+	schema      []byte
+	run         string
+	attempt     uint32
+	candidate   string
+	verifierRev string
+}
+
+// Stats count what a cut disclosed.
+type Stats struct {
+	Parts, Records, PublicItems int
+	OwnerSpans                  map[string]int // per category
+	Values                      int            // distinct owner values
+}
+
+// Sealed reports whether the cut passed verification and was sealed.
+func (c *Cut) Sealed() bool { return c.Seal.EventID != "" }
+
+// Bundle returns the cut's CutBundle@1.
+func (c *Cut) Bundle() receipts.Bundle {
+	b := receipts.Bundle{Schema: receipts.SchemaBundle, Export: json.RawMessage(c.Export),
+		ExportDigest: c.ExportDigest, Receipts: c.Receipts, Verification: c.Verification, LabelDigest: c.LabelDigest}
+	if c.Sealed() {
+		b.Seal = &receipts.SealRef{EventID: c.Seal.EventID}
+	}
+	if c.Lease != "" {
+		l := c.Lease
+		b.Lease = &l
+	}
+	return b
+}
+
+// LeaseRef is what rehydrating a reversible cut's answer later needs:
+// identifiers, digests and plan fields — public or keyed, never a value, a
+// token map or a key. `cut` keeps one per lease in its local state.
+type LeaseRef struct {
+	Lease              string `json:"lease"`
+	CutEvent           string `json:"cut_event"`
+	Run                string `json:"run"`
+	Attempt            uint32 `json:"attempt"`
+	Station            string `json:"station"`
+	Purpose            string `json:"purpose"`
+	ExpiresAt          string `json:"expires_at"`
+	Retention          string `json:"retention"`
+	PolicyRevision     string `json:"policy_revision"`
+	VerifierRevision   string `json:"verifier_revision"`
+	LabelDigest        string `json:"label_digest"`
+	OutputSchemaDigest string `json:"output_schema_digest"`
+	ExportDigest       string `json:"export_digest"`
+}
+
+// LeaseRef returns the reference of a reversible, sealed cut's lease.
+func (c *Cut) LeaseRef() LeaseRef {
+	pl := &c.Plan
+	return LeaseRef{Lease: c.Lease, CutEvent: c.Seal.EventID, Run: c.run, Attempt: c.attempt,
+		Station: pl.Station, Purpose: pl.Purpose, ExpiresAt: pl.ExpiresAt, Retention: pl.Retention,
+		PolicyRevision: pl.PolicyRevision, VerifierRevision: c.verifierRev, LabelDigest: c.LabelDigest,
+		OutputSchemaDigest: pl.OutputSchemaDigest, ExportDigest: c.ExportDigest}
+}
+
+// Prepare cuts, verifies and seals in.Projection under in.Plan.
+//
+// A refusal by policy is a *RefusedError. A cut the verifier does not pass
+// is returned with a *VerificationError: it is not sealed, and its lease
+// (reversible) is revoked. Any other error is operational.
+func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
+	if in.Vocabulary == nil || in.Plan == nil {
+		return nil, errors.New("pipeline: prepare needs a vocabulary and a plan")
+	}
+	if in.Run == "" {
+		in.Run = "run"
+	}
+	if in.Attempt == 0 {
+		in.Attempt = 1
+	}
+	if !lease.ValidID(in.Run) {
+		return nil, fmt.Errorf("pipeline: run must be 1 to %d bytes of printable ASCII without spaces", lease.MaxIDLen)
+	}
+	if in.Attempt > math.MaxUint32 {
+		return nil, errors.New("pipeline: attempt out of range")
+	}
+	// A schema is checked against the plan before anything is cut: an
+	// answer that could not be rehydrated is not asked for.
+	if in.Schema != nil {
+		if _, err := p.CheckSchema(in.Plan.fields.OutputSchemaDigest, in.Schema); err != nil {
+			return nil, err
+		}
+	}
+	// The verifier plugin starts while the projection is parsed and cut.
+	vs, err := p.verifier.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { p.closeLater(vs) }()
+
+	doc, refs := grammar.LoadProjection(in.Projection, grammar.LoadOptions{Buffer: p.opt.Buffer})
+	if refs != nil {
+		return nil, p.refuse(refs, "", "", nil)
+	}
+	plan := in.Plan.Fields()
+	if err := censor.CheckExpiry(&plan, p.opt.Now()); err != nil {
+		return nil, p.refusedCut(err)
+	}
+	var src censor.TokenSource
+	var vault *vaultSource
+	if plan.Mode == receipts.ModeReversible {
+		if vault, err = p.reversibleSource(ctx, &plan, in); err != nil {
+			return nil, err
+		}
+		src = vault
+		// A lease granted for a cut that then fails is revoked.
+		defer vault.revokeUnbound(ctx, p)
+	}
+	out, err := censor.Cut(ctx, censor.Input{Doc: doc, Vocabulary: in.Vocabulary.g, Plan: &plan, Key: p.opt.EvidenceKey,
+		Tokens: src, Buffer: p.opt.Buffer})
+	if err != nil {
+		return nil, p.refusedCut(err)
+	}
+	rb, err := canon.Marshal(out.Receipts)
+	if err != nil {
+		return nil, err
+	}
+	verdict, err := vs.verify(ctx, verifier.Request{Source: in.Projection, Export: out.Export, ExportDigest: out.ExportDigest,
+		Plan: in.Plan.doc, Vocabulary: in.Vocabulary.doc, Receipts: rb, EvidenceKey: p.opt.EvidenceKey, Now: p.opt.Now()})
+	if err != nil {
+		return nil, err
+	}
+	// The plugin stops on another goroutine while the cut is sealed.
+	p.closeLater(vs)
+	vs = nil
+	cut := &Cut{
+		Plan: plan, PlanDigest: out.PlanDigest, Export: out.Export, ExportDigest: out.ExportDigest,
+		SourceDigest: out.SourceDigest, LabelDigest: out.LabelDigest, Receipts: out.Receipts,
+		Verification: verdict.Verification(), schema: in.Schema, run: in.Run, attempt: in.Attempt,
+		candidate: out.CandidateDigest,
+		Stats: Stats{Parts: len(doc.Parts), Records: out.Stats.Records, PublicItems: out.Stats.PublicItems,
+			OwnerSpans: out.Stats.OwnerSpans(), Values: out.Pairs},
+	}
+	cut.verifierRev = cut.Verification.Verifier
+	if !cut.Verification.Passed() {
+		return cut, &VerificationError{Verification: cut.Verification}
+	}
+	if vault != nil {
+		cut.Lease = vault.lease
+	}
+	cut.Seal, err = p.auth.Seal(egress.SealRequest{SourceDigest: out.SourceDigest, Export: out.Export, Plan: plan,
+		Receipts: out.Receipts, Verification: verdict, Lease: cut.Lease})
+	if err != nil {
+		var ee *egress.Error
+		if errors.As(err, &ee) {
+			return nil, p.refuse(planRefusal(ee.Code), "", ee.Reason, ee)
+		}
+		return nil, err
+	}
+	// A reversible lease is bound to the sealed cut: only now can it be
+	// claimed, and only for this export.
+	if vault != nil {
+		if err := vault.bind(ctx, p, cut); err != nil {
+			return nil, err
+		}
+	}
+	return cut, nil
+}
+
+// closeLater closes a verifier session on another goroutine (a plugin
+// stops while the cut is sealed); Close waits for it. A nil session was
+// closed already.
+func (p *Pipeline) closeLater(s session) {
+	if s == nil {
+		return
+	}
+	p.stopping.Go(s.close)
+}
+
+// refusedCut turns a censor refusal into a *RefusedError; other errors
+// are a vault refusal (vaultRefusal) or operational.
+func (p *Pipeline) refusedCut(err error) error {
+	var re *censor.RefusedError
+	if errors.As(err, &re) {
+		return p.refuse(re.Refusals, re.Field, "", nil)
+	}
+	return p.vaultRefusal(err)
+}
