@@ -77,11 +77,11 @@ func (p *Pipeline) refuse(refs []receipts.Refusal, field, detail string, cause e
 	return &RefusedError{Document: doc, Field: field, Detail: detail, Err: cause}
 }
 
-// Journal records a refusal document that the caller made (a refusal of its
-// own, before anything reached the pipeline). A journal that cannot be
-// written is returned as an error; the refusal itself stands.
-func (p *Pipeline) Journal(doc receipts.RefusalDocument) error {
-	return p.appendRefusal(doc)
+// Refuse makes a refusal of the caller's own (an input refused before it
+// reached the pipeline, such as a file over its size limit) into a
+// *RefusedError, journaled as the pipeline's are.
+func (p *Pipeline) Refuse(refs []receipts.Refusal) *RefusedError {
+	return p.refuse(refs, "", "", nil)
 }
 
 func (p *Pipeline) journalRefusal(doc receipts.RefusalDocument) {

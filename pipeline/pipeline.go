@@ -45,6 +45,9 @@ type Options struct {
 	// Command names the pipeline's steps in the journal (default
 	// "pipeline").
 	Command string
+	// VerifyBudget bounds how long a verifier plugin may take to answer a
+	// request of n input bytes (nil: DefaultVerifyBudget).
+	VerifyBudget func(n int) time.Duration
 	// Warn receives content-free warnings the pipeline cannot return (a
 	// journal that could not be written, a lease that could not be
 	// revoked). nil: dropped.
@@ -88,6 +91,13 @@ func (p *Pipeline) Close() error {
 // Authority returns the pipeline's seal authority.
 func (p *Pipeline) Authority() *egress.Authority { return p.auth }
 
+func (p *Pipeline) budget() func(int) time.Duration {
+	if p.opt.VerifyBudget != nil {
+		return p.opt.VerifyBudget
+	}
+	return DefaultVerifyBudget
+}
+
 func (p *Pipeline) command() string {
 	if p.opt.Command != "" {
 		return p.opt.Command
@@ -109,6 +119,11 @@ type Input struct {
 	// It is kept, not copied, until the cut is sealed: the caller must not
 	// modify it meanwhile.
 	Projection []byte
+	// Load, when Projection is nil, reads the projection: Prepare calls it
+	// once the verifier has begun, so that a plugin starts while the input
+	// is read. Refusals (a file over its size limit) are reported as
+	// Prepare's; an error is returned as it is.
+	Load func() ([]byte, []receipts.Refusal, error)
 	// Schema is the output schema document of a reversible cut (bound by
 	// the plan's output_schema_digest); it is kept with the cut for Send.
 	Schema []byte
@@ -131,6 +146,7 @@ type Cut struct {
 	Verification receipts.Verification
 	Seal         receipts.PrivacyCut // zero when not sealed
 	Lease        string              // the reversible cut's lease, "" otherwise
+	LeaseExpires time.Time           // the lease's absolute deadline
 	Stats        Stats
 
 	schema      []byte
@@ -221,12 +237,22 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 		}
 	}
 	// The verifier plugin starts while the projection is parsed and cut.
-	vs, err := p.verifier.begin(ctx)
+	vs, err := p.verifier.begin(ctx, p.budget())
 	if err != nil {
 		return nil, err
 	}
 	defer func() { p.closeLater(vs) }()
 
+	if in.Projection == nil && in.Load != nil {
+		data, refs, err := in.Load()
+		if err != nil {
+			return nil, err
+		}
+		if refs != nil {
+			return nil, p.refuse(refs, "", "", nil)
+		}
+		in.Projection = data
+	}
 	doc, refs := grammar.LoadProjection(in.Projection, grammar.LoadOptions{Buffer: p.opt.Buffer})
 	if refs != nil {
 		return nil, p.refuse(refs, "", "", nil)
@@ -275,7 +301,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 		return cut, &VerificationError{Verification: cut.Verification}
 	}
 	if vault != nil {
-		cut.Lease = vault.lease
+		cut.Lease, cut.LeaseExpires = vault.lease, vault.deadline
 	}
 	cut.Seal, err = p.auth.Seal(egress.SealRequest{SourceDigest: out.SourceDigest, Export: out.Export, Plan: plan,
 		Receipts: out.Receipts, Verification: verdict, Lease: cut.Lease})

@@ -28,7 +28,7 @@ var ErrPlanOptions = errors.New("plan options")
 func (p *Pipeline) MakePlan(v *Vocabulary, projection []byte, o PlanOptions, schema []byte) (*Plan, error) {
 	if o.Mode == "reversible" {
 		if schema == nil {
-			return nil, fmt.Errorf("%w: a reversible plan needs the output schema", ErrPlanOptions)
+			return nil, fmt.Errorf("%w: a reversible plan needs an output schema", ErrPlanOptions)
 		}
 		s, err := rehydrate.ParseSchema(schema)
 		if err != nil {
@@ -38,7 +38,7 @@ func (p *Pipeline) MakePlan(v *Vocabulary, projection []byte, o PlanOptions, sch
 		// rehydrate: every token in the answer would be at a path marked
 		// for another purpose, or none.
 		if !slices.ContainsFunc(s.Paths(), func(m rehydrate.MarkedPath) bool { return m.Purpose == o.Purpose }) {
-			return nil, fmt.Errorf("%w: the schema marks no path for purpose %q: nothing in an answer could be rehydrated", ErrPlanOptions, o.Purpose)
+			return nil, fmt.Errorf("%w: the output schema marks no path for purpose %q: nothing in an answer could be rehydrated", ErrPlanOptions, o.Purpose)
 		}
 		o.OutputSchemaDigest = s.Digest()
 	}

@@ -17,10 +17,11 @@ import (
 // ciphertext crosses the socket, and the vault issues the tokens in a fresh
 // keyed namespace of a new lease. The map never leaves the vault.
 type vaultSource struct {
-	p     *Pipeline
-	req   service.CreateRequest
-	lease string // the lease granted, once Issue has returned
-	bound bool
+	p        *Pipeline
+	req      service.CreateRequest
+	lease    string    // the lease granted, once Issue has returned
+	deadline time.Time // its absolute deadline
+	bound    bool
 }
 
 var _ censor.TokenSource = (*vaultSource)(nil)
@@ -50,7 +51,7 @@ func (v *vaultSource) Issue(ctx context.Context, sourceDigest string, pairs []ce
 	if err != nil {
 		return nil, err
 	}
-	v.lease = res.Lease.ID
+	v.lease, v.deadline = res.Lease.ID, res.Lease.Deadline
 	return res.Tokens, nil
 }
 

@@ -21,8 +21,8 @@ import (
 // verdicts are the only ones the seal authority accepts.
 type Verifier interface {
 	// begin readies one verification; a plugin process is started now, so
-	// that its start overlaps the cut.
-	begin(ctx context.Context) (session, error)
+	// that its start overlaps the cut. budget bounds its answer.
+	begin(ctx context.Context, budget func(int) time.Duration) (session, error)
 }
 
 // session is one verification begun.
@@ -40,7 +40,9 @@ func InProcess() Verifier { return inProcess{} }
 
 type inProcess struct{}
 
-func (inProcess) begin(context.Context) (session, error) { return inProcess{}, nil }
+func (inProcess) begin(context.Context, func(int) time.Duration) (session, error) {
+	return inProcess{}, nil
+}
 
 func (inProcess) verify(ctx context.Context, req verifier.Request) (verifier.Verdict, error) {
 	if err := ctx.Err(); err != nil {
@@ -107,9 +109,10 @@ type plugin struct {
 type pluginSession struct {
 	p        *verifier.Pending
 	stopping *atomic.Bool
+	budget   func(int) time.Duration
 }
 
-func (v *plugin) begin(ctx context.Context) (session, error) {
+func (v *plugin) begin(ctx context.Context, budget func(int) time.Duration) (session, error) {
 	stopping := new(atomic.Bool)
 	logger := hclog.New(&hclog.LoggerOptions{Name: "verifier", Output: v.log, Level: hclog.Warn,
 		Exclude: func(hclog.Level, string, ...any) bool { return stopping.Load() }})
@@ -117,18 +120,20 @@ func (v *plugin) begin(ctx context.Context) (session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verifier plugin: %w", err)
 	}
-	return &pluginSession{p: p, stopping: stopping}, nil
+	return &pluginSession{p: p, stopping: stopping, budget: budget}, nil
 }
 
-// VerifyBudget is how long a plugin may take to answer a request of n
-// input bytes: 2 minutes and 2 seconds per MiB, some hundred times what a
+// DefaultVerifyBudget is how long a plugin may take to answer a request of
+// n input bytes: 2 minutes and 2 seconds per MiB, some hundred times what a
 // verification takes on a 2-CPU machine. A plugin that never answers
 // (stopped, wedged) then fails the cut instead of hanging it.
-func VerifyBudget(n int) time.Duration { return 2*time.Minute + time.Duration(n>>20)*2*time.Second }
+func DefaultVerifyBudget(n int) time.Duration {
+	return 2*time.Minute + time.Duration(n>>20)*2*time.Second
+}
 
 func (s *pluginSession) verify(ctx context.Context, req verifier.Request) (verifier.Verdict, error) {
 	n := len(req.Source) + len(req.Export) + len(req.Plan) + len(req.Vocabulary) + len(req.Receipts)
-	ctx, cancel := context.WithTimeout(ctx, VerifyBudget(n))
+	ctx, cancel := context.WithTimeout(ctx, s.budget(n))
 	defer cancel()
 	v, err := s.p.Check(ctx, req)
 	if err != nil {

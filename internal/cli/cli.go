@@ -19,7 +19,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/privacycut/privacycut/internal/bigbuf"
 )
@@ -59,9 +58,9 @@ func register(c *command) { commands[c.name] = c }
 // Cmd is one invocation of cut.
 type Cmd struct {
 	Env
-	name     string         // "cut check", for messages
-	frees    []func()       // of the buffers from c.buffer, called when Run returns
-	stopping sync.WaitGroup // the plugins stopLater is stopping
+	name    string   // "cut check", for messages
+	frees   []func() // of the buffers from c.buffer, called when Run returns
+	closers []func() // of the command's pipelines, called before the frees
 }
 
 // buffer returns a zeroed buffer of n bytes that stays valid until Run
@@ -73,21 +72,16 @@ func (c *Cmd) buffer(n int) []byte {
 	return b
 }
 
-// stopLater stops the verifier plugin v on another goroutine, while the
-// command goes on (sealing, writing the bundle, sending); Run waits for it
-// to have stopped before it returns, so that no plugin outlives the command.
-// The plugin holds nothing of the command's buffers: its inputs are its own
-// copy, in the sealed memfd.
-func (c *Cmd) stopLater(v *pluginVerifier) {
-	c.stopping.Go(func() { v.Close() })
-}
-
-// release waits for the plugins stopLater is stopping, then frees the
-// buffers from c.buffer. Nothing of the command may read the buffers after:
-// every command has finished with its inputs, and waited for the goroutines
-// that read them, before it returns.
+// release closes the command's pipelines, which waits for the verifier
+// plugins they are stopping, then frees the buffers from c.buffer. Nothing
+// of the command may read the buffers after: every command has finished
+// with its inputs, and waited for the goroutines that read them, before it
+// returns.
 func (c *Cmd) release() {
-	c.stopping.Wait()
+	for i := len(c.closers) - 1; i >= 0; i-- {
+		c.closers[i]()
+	}
+	c.closers = nil
 	for _, free := range c.frees {
 		free()
 	}

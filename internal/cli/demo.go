@@ -6,22 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/egress"
 	"github.com/privacycut/privacycut/examples"
 	"github.com/privacycut/privacycut/internal/standin"
+	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/api"
-	"github.com/privacycut/privacycut/vault/harden"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/embedded"
 )
 
 func init() {
@@ -42,7 +39,8 @@ type demo struct {
 	schema string
 	model  string // base URL of the stand-in model
 	sock   string
-	auth   *egress.Authority
+	p      *pipeline.Pipeline
+	vocabV *pipeline.Vocabulary
 	checks []demoCheck
 }
 
@@ -116,7 +114,21 @@ func runDemo(ctx context.Context, c *Cmd, args []string) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 	d.model = "http://" + ln.Addr().String() + "/v1/"
-	d.auth = egress.NewAuthority(egress.Options{Journal: d.quiet.openJournal(), PolicyRevision: policyRevision})
+	key, err := d.quiet.evidenceKey("")
+	if err != nil {
+		return err
+	}
+	if d.vocabV, err = pipeline.LoadVocabulary(examples.Vocabulary); err != nil {
+		return err
+	}
+	var vc *api.Client
+	if vc, err = d.c.dialSocket(d.sock); err != nil {
+		return err
+	}
+	defer vc.Close()
+	if d.p, err = d.quiet.pipelineFor(key, *verifierMode, vc); err != nil {
+		return err
+	}
 
 	out := c.Stdout
 	fmt.Fprintln(out, "privacycut demo — a reversible cut of the bundled example, end to end")
@@ -139,104 +151,65 @@ func runDemo(ctx context.Context, c *Cmd, args []string) error {
 // memfd_secret, keys and state in the demo directory) and serves it on a
 // unix socket there, exactly as vaultd would.
 func (d *demo) embeddedVault() (stop func(), desc string, err error) {
-	v, err := service.Open(service.Options{
-		StateDir: filepath.Join(d.dir, "vault", "state"), KeyDir: filepath.Join(d.dir, "vault", "keys"),
-		Station: "local", MaxLease: 2 * time.Hour, ArenaSize: 4 << 20,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
+	v, err := embedded.Open(filepath.Join(d.dir, "vault"), embedded.Options{})
 	if err != nil {
-		return nil, "", fmt.Errorf("embedded vault: %w", err)
-	}
-	srv := api.NewServer(v, api.ServerOptions{})
-	d.sock = filepath.Join(d.dir, "vault", "run", "vault.sock")
-	ln, err := api.Listen(d.sock)
-	if err != nil {
-		v.Close()
 		return nil, "", err
 	}
-	go srv.Serve(ln)
-	p := v.Prove()
-	desc = fmt.Sprintf("embedded (arena %s %d bytes, profile %s", p.Arena.Kind, p.Arena.Bytes, p.Profile)
-	if p.Profile != harden.Accepted {
-		desc += ": " + strings.Join(p.Reasons, ", ")
-	}
-	desc += ")"
-	return func() { srv.Stop(); v.Close() }, desc, nil
+	d.sock = v.Socket()
+	return func() { v.Close() }, v.Describe(), nil
 }
 
 // cut runs one reversible cut of the example for the stand-in's mode:
 // plan, prepare (censor, verifier, seal, lease), admit, POST, quarantine.
-func (d *demo) cut(ctx context.Context, mode string, attempt int, verifierMode string) (*prepared, []byte, receipts.EgressDecision, error) {
-	plan := filepath.Join(d.dir, fmt.Sprintf("plan-%s.json", mode))
-	if err := runPlan(ctx, d.quiet, []string{"init", "--vocab", d.vocab, "--consumer", "model:demo-standin",
-		"--purpose", "dependency-triage", "--target", d.model + mode, "--mode", receipts.ModeReversible,
-		"--schema", d.schema, "-o", plan, d.proj}); err != nil {
+func (d *demo) cut(ctx context.Context, mode string, attempt int) (*pipeline.Cut, []byte, receipts.EgressDecision, error) {
+	plan, err := d.p.MakePlan(d.vocabV, examples.Projection, pipeline.PlanOptions{
+		Consumer: receipts.Consumer{Kind: "model", ID: "demo-standin"}, Purpose: "dependency-triage",
+		Target: d.model + mode, Mode: receipts.ModeReversible, Now: time.Now(),
+	}, examples.Schema)
+	if err != nil {
 		return nil, nil, receipts.EgressDecision{}, fmt.Errorf("plan init: %w", err)
 	}
-	f := &prepareFlags{vocab: d.vocab, plan: plan, verifier: verifierMode, vault: d.sock, run: "demo", attempt: attempt}
-	p, err := d.quiet.prepare(ctx, f, d.proj, d.auth)
+	cut, err := d.p.Prepare(ctx, pipeline.Input{Vocabulary: d.vocabV, Plan: plan, Projection: examples.Projection,
+		Schema: examples.Schema, Run: "demo", Attempt: uint32(attempt)})
 	if err != nil {
 		return nil, nil, receipts.EgressDecision{}, fmt.Errorf("prepare: %w", err)
 	}
-	if p.verdict.Verdict != receipts.VerdictPass {
-		return nil, nil, receipts.EgressDecision{}, fmt.Errorf("verification failed: %v", p.verdict.Failed())
-	}
-	dec, err := d.auth.Admit(p.seal.EventID, p.out.Export, p.in.plan.Target, p.in.plan.Consumer)
-	if err != nil {
-		return nil, nil, dec, fmt.Errorf("admit: %w", err)
-	}
 	qf, err := openQuarantine(filepath.Join(d.dir, "quarantine", mode+".json"))
 	if err != nil {
-		return nil, nil, dec, err
+		return nil, nil, receipts.EgressDecision{}, err
 	}
 	defer qf.abort()
-	status, answer, err := post(ctx, p.in.plan.Target, p.out.Export, time.Minute)
-	if err != nil || status != http.StatusOK {
-		return nil, nil, dec, fmt.Errorf("post: HTTP %d %v", status, err)
+	sent, err := d.p.Send(ctx, cut, pipeline.SendOptions{Timeout: time.Minute, Quarantine: func(a []byte) error { return qf.commit(a) }})
+	var dec receipts.EgressDecision
+	if sent != nil && len(sent.Decisions) > 0 {
+		dec = sent.Decisions[len(sent.Decisions)-1]
 	}
-	if err := qf.commit(answer); err != nil {
-		return nil, nil, dec, err
+	if err != nil {
+		return nil, nil, dec, fmt.Errorf("send: %w", err)
 	}
-	return p, answer, dec, nil
+	return cut, sent.Answer, dec, nil
 }
 
-// rehydrate asks the vault to rehydrate answer under p's lease.
-func (d *demo) rehydrate(ctx context.Context, p *prepared, attempt int, answer []byte) (*rehydratedDoc, error) {
-	cl, err := d.c.dialSocket(d.sock)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	f := &prepareFlags{run: "demo", attempt: attempt}
-	rec := p.record(f)
-	schema, err := os.ReadFile(d.schema)
-	if err != nil {
-		return nil, err
-	}
-	return d.quiet.rehydrateLease(ctx, cl, &rec, schema, answer, p.in.key, true)
+// rehydrate asks the vault to rehydrate answer under cut's lease.
+func (d *demo) rehydrate(ctx context.Context, cut *pipeline.Cut, answer []byte) (*pipeline.Rehydrated, error) {
+	return d.p.Rehydrate(ctx, cut.LeaseRef(), examples.Schema, answer)
 }
 
-// refusedWith runs fn, which must be refused: it returns the code and path
-// of the refusal the command printed.
+// refusedWith runs fn, which must be refused: it returns the first reason
+// of the refusal.
 func (d *demo) refusedWith(fn func() error) (receipts.Refusal, error) {
-	start := d.log.Len()
 	err := fn()
-	var re *refusedError
+	var re *pipeline.RefusedError
 	if !errors.As(err, &re) {
 		if err == nil {
 			return receipts.Refusal{}, errors.New("was not refused")
 		}
 		return receipts.Refusal{}, err
 	}
-	var doc receipts.RefusalDocument
-	printed := bytes.TrimSpace(d.log.Bytes()[start:])
-	if i := bytes.LastIndexByte(printed, '\n'); i >= 0 {
-		printed = printed[i+1:]
+	if len(re.Document.Reasons) == 0 {
+		return receipts.Refusal{}, errors.New("refusal without a reason")
 	}
-	if err := canon.Unmarshal(printed, &doc, canon.Options{}); err != nil || len(doc.Reasons) == 0 {
-		return receipts.Refusal{}, errors.New("refusal document unreadable")
-	}
-	return doc.Reasons[0], nil
+	return re.Document.Reasons[0], nil
 }
 
 func (d *demo) check(what string, ok bool, got string) {
@@ -246,28 +219,25 @@ func (d *demo) check(what string, ok bool, got string) {
 func (d *demo) run(ctx context.Context, verifierMode string) error {
 	out := d.c.Stdout
 	// 1. An honest round trip.
-	p, answer, dec, err := d.cut(ctx, standin.Honest, 1, verifierMode)
+	p, answer, dec, err := d.cut(ctx, standin.Honest, 1)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "1. What was disclosed — the export, byte for byte (owner values are vault tokens):")
-	printExport(&Cmd{Env: Env{Stdout: indent(out)}}, p.out.Export)
+	printExport(&Cmd{Env: Env{Stdout: indent(out)}}, p.Export)
 	fmt.Fprintf(out, "   export %s, %d bytes; %s owner spans replaced (%d distinct values)\n\n",
-		p.out.ExportDigest, len(p.out.Export), summary(p.out.Stats.OwnerSpans()), p.out.Pairs)
-	fmt.Fprintf(out, "2. Independent verification (%s, %s): %s —", p.verdict.Verifier, verifierMode, p.verdict.Verdict)
-	for _, cl := range p.verdict.Claims {
+		p.ExportDigest, len(p.Export), summary(p.Stats.OwnerSpans), p.Stats.Values)
+	fmt.Fprintf(out, "2. Independent verification (%s, %s): %s —", p.Verification.Verifier, verifierMode, p.Verification.Verdict)
+	for _, cl := range p.Verification.Claims {
 		fmt.Fprintf(out, " %s:%v", cl.Name, cl.OK)
 	}
 	fmt.Fprintf(out, "\n\n3. Seal and egress: seal %s; admitted use %d of %d to %s (consumer %s); lease %s\n\n",
-		p.seal.EventID, dec.Use, dec.MaxUses, p.in.plan.Target, p.in.plan.Consumer, p.lease)
+		p.Seal.EventID, dec.Use, dec.MaxUses, p.Plan.Target, p.Plan.Consumer, p.Lease)
 	fmt.Fprintf(out, "4. What came back (quarantined, %s):\n   %s\n", receipts.SHA256(answer), bytes.TrimSpace(answer))
-	doc, err := d.rehydrate(ctx, p, 1, answer)
+	doc, err := d.rehydrate(ctx, p, answer)
 	if err != nil {
 		return fmt.Errorf("rehydrate the honest answer: %w", err)
 	}
-	// As cut send does: the result holds owner values, and this gate must
-	// never admit it.
-	d.auth.DenyLocal(receipts.SHA256(doc.Result))
 	d.check("the honest answer is rehydrated and the lease consumed", doc.State == "CONSUMED" && len(doc.Receipt.Substitutions) > 0, doc.State)
 	fmt.Fprintf(out, "\n5. What was substituted, inside the vault, only at marked paths (%s):\n   %s\n",
 		summary(doc.Receipt.Substitutions), doc.Result)
@@ -277,10 +247,12 @@ func (d *demo) run(ctx context.Context, verifierMode string) error {
 
 	fmt.Fprintln(out, "\n7. What was refused, and why (with every check the demo makes):")
 	// Replay: the same answer again, to the consumed lease.
-	r, err := d.refusedWith(func() error { _, err := d.rehydrate(ctx, p, 1, answer); return err })
+	r, err := d.refusedWith(func() error { _, err := d.rehydrate(ctx, p, answer); return err })
 	d.check("a replay of the answer to the consumed lease is refused LEASE_NOT_ACTIVE", err == nil && r.Code == receipts.LeaseNotActive, reasonText(r, err))
 	// The rehydrated answer may never leave.
-	_, aerr := d.auth.Admit(p.seal.EventID, doc.Result, p.in.plan.Target, p.in.plan.Consumer)
+	// The pipeline registered the result as local-only when it was
+	// rehydrated: its gate must never admit it.
+	_, aerr := d.p.Authority().Admit(p.Seal.EventID, doc.Result, p.Plan.Target, p.Plan.Consumer)
 	var ee *egress.Error
 	d.check("the rehydrated answer offered to the egress gate is refused as local-only", errors.As(aerr, &ee) && ee.Reason == egress.ReasonLocalOnly, errText(aerr))
 
@@ -294,19 +266,19 @@ func (d *demo) run(ctx context.Context, verifierMode string) error {
 		{standin.Unmarked, receipts.TokenWrongPath, "an exact token in a field the schema does not mark"},
 	} {
 		attempt := i + 2
-		q, ans, _, err := d.cut(ctx, tc.mode, attempt, verifierMode)
+		q, ans, _, err := d.cut(ctx, tc.mode, attempt)
 		if err != nil {
 			return err
 		}
 		if i == 0 {
-			d.check("the same projection cut again gets a fresh namespace: no token shared with attempt 1", disjoint(p.out.Export, q.out.Export), "")
+			d.check("the same projection cut again gets a fresh namespace: no token shared with attempt 1", disjoint(p.Export, q.Export), "")
 		}
-		r, err := d.refusedWith(func() error { _, err := d.rehydrate(ctx, q, attempt, ans); return err })
+		r, err := d.refusedWith(func() error { _, err := d.rehydrate(ctx, q, ans); return err })
 		d.check(tc.what+" refuses the whole return "+string(tc.code), err == nil && r.Code == tc.code, reasonText(r, err))
 		if i == 0 {
 			cl, derr := d.c.dialSocket(d.sock)
 			if derr == nil {
-				info, serr := cl.Show(ctx, q.lease)
+				info, serr := cl.Show(ctx, q.Lease)
 				cl.Close()
 				d.check("after the refused return the lease stays CLAIMED, claimable only by the same tuple", serr == nil && info.Lease.State.String() == "CLAIMED", errText(serr))
 			}

@@ -173,15 +173,15 @@ func TestReversibleThroughCLI(t *testing.T) {
 		t.Fatalf("send: %d\n%s\n%s", code, out, errb)
 	}
 	var res struct {
-		Decision   receipts.EgressDecision `json:"decision"`
-		Lease      *string                 `json:"lease"`
+		Decisions  []receipts.EgressDecision `json:"decisions"`
+		Lease      *string                   `json:"lease"`
 		Rehydrated *struct {
 			Result  json.RawMessage             `json:"result"`
 			Receipt receipts.RehydrationReceipt `json:"receipt"`
 			State   string                      `json:"state"`
 		} `json:"rehydrated"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil || res.Rehydrated == nil || res.Lease == nil {
+	if err := json.Unmarshal(out, &res); err != nil || res.Rehydrated == nil || res.Lease == nil || len(res.Decisions) != 1 {
 		t.Fatalf("send output: %v\n%s", err, out)
 	}
 	if !bytes.Contains(res.Rehydrated.Result, []byte(`"owner_module":"`+canary+`"`)) || res.Rehydrated.State != "CONSUMED" {
@@ -191,7 +191,7 @@ func TestReversibleThroughCLI(t *testing.T) {
 	// answer, not the receipt, not stderr.
 	ans, _ := os.ReadFile(q)
 	rb, _ := json.Marshal(res.Rehydrated.Receipt)
-	for name, b := range map[string][]byte{"quarantine": ans, "receipt": rb, "stderr": errb, "decision": []byte(res.Decision.Schema + res.Decision.BodyDigest)} {
+	for name, b := range map[string][]byte{"quarantine": ans, "receipt": rb, "stderr": errb, "decision": []byte(res.Decisions[0].Schema + res.Decisions[0].BodyDigest)} {
 		if bytes.Contains(b, []byte(canary)) {
 			t.Errorf("%s holds the canary", name)
 		}

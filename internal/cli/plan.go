@@ -1,17 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/rehydrate"
 )
 
 func init() {
@@ -70,43 +70,40 @@ func runPlan(ctx context.Context, c *Cmd, args []string) error {
 			opt.Allowed = append(opt.Allowed, cat)
 		}
 	}
-	if *mode == receipts.ModeReversible {
-		if *schemaPath == "" {
-			return usagef("a reversible plan needs --schema (the output schema)")
+	var schema []byte
+	if *schemaPath != "" {
+		if schema, err = readFileCapped(*schemaPath, pipeline.MaxSchemaBytes); err != nil {
+			return fmt.Errorf("read schema: %w", err)
 		}
-		_, schema, err := readOutputSchema(*schemaPath)
-		if err != nil {
-			return err
-		}
-		// A plan whose purpose no marking names could disclose and never
-		// rehydrate: every token in the answer would be at a path marked
-		// for another purpose, or none.
-		if !slices.ContainsFunc(schema.Paths(), func(m rehydrate.MarkedPath) bool { return m.Purpose == *purpose }) {
-			return usagef("--schema marks no path for purpose %q: nothing in an answer could be rehydrated", *purpose)
-		}
-		opt.OutputSchemaDigest = schema.Digest()
 	}
-	in, refs, err := c.load(*vocabPath, "", *keyPath, pos[0])
+	vb, err := readFileCapped(*vocabPath, grammar.MaxVocabularyBytes)
+	if err != nil {
+		return fmt.Errorf("read vocabulary: %w", err)
+	}
+	vocab, err := pipeline.LoadVocabulary(vb)
+	if err != nil {
+		return err
+	}
+	data, refs, err := readProjection(c, pos[0])
+	if err != nil {
+		return err
+	}
+	key, err := c.evidenceKey(*keyPath)
+	if err != nil {
+		return err
+	}
+	pl, err := c.newPipeline(key, pipeline.InProcess(), nil)
 	if err != nil {
 		return err
 	}
 	if refs != nil {
-		return c.refuse(false, refs, nil)
+		return c.pipelineError(false, pl.Refuse(refs))
 	}
-	// A plan is only made for a projection the grammar accepts.
-	parser := grammar.NewParser(in.vocab, grammar.Options{})
-	if res := grammar.Check(in.doc, parser, *maxParents, nil); !res.OK() {
-		return c.refuse(false, res.Refusals, nil)
-	}
-	p, err := censor.NewPlan(in.doc, in.vocab, in.key, opt)
+	plan, err := pl.MakePlan(vocab, data, opt, schema)
 	if err != nil {
-		return c.refusedCut(false, err)
+		return c.pipelineError(false, err)
 	}
-	b, err := canon.Marshal(p)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
+	b := append(bytes.Clone(plan.Document()), '\n')
 	if *out == "" {
 		_, err = c.Stdout.Write(b)
 		return err

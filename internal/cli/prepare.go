@@ -2,36 +2,22 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"time"
 
 	"github.com/privacycut/privacycut/canon"
-	"github.com/privacycut/privacycut/censor"
-	"github.com/privacycut/privacycut/egress"
 	"github.com/privacycut/privacycut/lease"
+	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/verifier"
+	"github.com/privacycut/privacycut/vault/api"
 )
 
 func init() {
 	register(&command{name: "prepare", summary: "cut a projection, verify it independently, seal it (CutBundle@1)", run: runPrepare})
-}
-
-// prepared is a cut that passed verification and was sealed in this process.
-type prepared struct {
-	in      *inputs
-	out     *censor.Output
-	verdict receipts.Verification
-	seal    receipts.PrivacyCut
-	auth    *egress.Authority
-	bundle  receipts.Bundle
-	lease   string
 }
 
 type prepareFlags struct {
@@ -64,143 +50,123 @@ func runPrepare(ctx context.Context, c *Cmd, args []string) error {
 	if f.vocab == "" || f.plan == "" || len(pos) != 1 {
 		return usagef("usage: cut prepare --vocab V --plan P [--vault SOCK] [--run R --attempt N] PROJ")
 	}
-	p, err := c.prepare(ctx, f, pos[0], nil)
-	if err != nil {
+	cut, _, err := c.prepare(ctx, f, pos[0], nil)
+	var ve *pipeline.VerificationError
+	if err != nil && !errors.As(err, &ve) {
 		return err
 	}
-	b, err := bundleParts(p.bundle)
-	if err != nil {
-		return err
+	parts, perr := cut.BundleParts()
+	if perr != nil {
+		return perr
 	}
 	if *out != "" {
-		if err := writeFileParts(*out, b); err != nil {
+		if err := writeFileParts(*out, parts); err != nil {
 			return err
 		}
 	}
 	if f.asJSON {
-		if err := writeParts(c.Stdout, b); err != nil {
+		if err := writeParts(c.Stdout, parts); err != nil {
 			return err
 		}
 	} else {
-		c.printPrepared(p)
+		c.printPrepared(cut)
 	}
-	if p.verdict.Verdict != receipts.VerdictPass {
-		return &verifyError{claims: p.verdict.Failed()}
+	if ve != nil {
+		return &verifyError{claims: ve.Verification.Failed()}
+	}
+	if cut.Lease != "" {
+		c.hintf("lease %s is ACTIVE until %s (%s): rehydrate its answer with cut rehydrate, or end it with cut lease revoke",
+			cut.Lease, cut.LeaseExpires.UTC().Format(time.RFC3339), untilText(cut.LeaseExpires))
 	}
 	return nil
 }
 
-// prepare cuts, verifies and (on a pass) seals in auth (a new authority
-// when nil). A policy refusal has been printed when the error is a
-// *refusedError. A failed verification returns the bundle with no seal and
-// no error: the caller decides the exit code.
-func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *egress.Authority) (*prepared, error) {
+// prepare checks run and attempt, reads the inputs and prepares the cut
+// with a pipeline of the command, which it returns. A refusal has been
+// printed when the error is a *refusedError. A failed verification returns
+// the cut and a *pipeline.VerificationError: the caller decides what to
+// print. A reversible cut's lease is recorded locally for cut rehydrate.
+func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, schema []byte) (*pipeline.Cut, *pipeline.Pipeline, error) {
 	// The run and attempt are bound into a reversible lease and its claim.
 	if !lease.ValidID(f.run) {
-		return nil, usagef("--run must be 1 to %d bytes of printable ASCII without spaces", lease.MaxIDLen)
+		return nil, nil, usagef("--run must be 1 to %d bytes of printable ASCII without spaces", lease.MaxIDLen)
 	}
 	if f.attempt < 1 || int64(f.attempt) > math.MaxUint32 {
-		return nil, usagef("--attempt must be from 1 to %d", uint32(math.MaxUint32))
+		return nil, nil, usagef("--attempt must be from 1 to %d", uint32(math.MaxUint32))
 	}
-	// The verifier plugin starts while the inputs are read and cut.
-	vp, err := c.launchVerifier(ctx, f.verifier)
+	vocab, plan, err := c.loadInputs(f.vocab, f.plan)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if vp != nil {
-		defer c.stopLater(vp)
-	}
-	in, refs, err := c.load(f.vocab, f.plan, f.key, proj)
+	key, err := c.evidenceKey(f.key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if refs != nil {
-		return nil, c.refuse(f.asJSON, refs, nil)
-	}
-	if err := censor.CheckExpiry(in.plan, time.Now()); err != nil {
-		return nil, c.refusedCut(f.asJSON, err)
-	}
-	p := &prepared{in: in}
-	var src censor.TokenSource
-	var finish func(*prepared) error
-	if in.plan.Mode == receipts.ModeReversible {
-		if src, finish, err = c.reversibleSource(ctx, f, in); err != nil {
-			return nil, err
+	var vault *api.Client
+	if plan.Fields().Mode == receipts.ModeReversible {
+		if vault, err = c.reversibleVault(f.vault); err != nil {
+			return nil, nil, err
 		}
 	}
-	bound := false
-	if finish != nil {
-		// A lease granted for a cut that then fails is revoked.
-		defer func() {
-			if !bound {
-				finish(nil)
-			}
-		}()
-	}
-	// The export lives in a buffer of the command, unmapped when Run returns.
-	p.out, err = censor.Cut(ctx, censor.Input{Doc: in.doc, Vocabulary: in.vocab, Plan: in.plan, Key: in.key, Tokens: src,
-		Buffer: c.buffer})
+	p, err := c.pipelineFor(key, f.verifier, vault)
 	if err != nil {
-		return nil, c.refusedCut(f.asJSON, err)
+		return nil, nil, err
 	}
-	rb, err := canon.Marshal(p.out.Receipts)
+	// The projection is read once the verifier plugin is starting.
+	cut, err := p.Prepare(ctx, pipeline.Input{Vocabulary: vocab, Plan: plan, Schema: schema,
+		Load: func() ([]byte, []receipts.Refusal, error) { return readProjection(c, proj) },
+		Run:  f.run, Attempt: uint32(f.attempt)})
+	var ve *pipeline.VerificationError
+	if errors.As(err, &ve) {
+		return cut, p, err
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, c.pipelineError(f.asJSON, err)
 	}
-	verdict, err := c.runVerifier(ctx, vp, verifier.Request{Source: in.source, Export: p.out.Export, ExportDigest: p.out.ExportDigest,
-		Plan: in.planBytes, Vocabulary: in.vocabBytes, Receipts: rb, EvidenceKey: in.key, Now: time.Now()})
-	if err != nil {
-		return nil, err
-	}
-	p.verdict = verdict.Verification()
-	p.bundle = receipts.Bundle{Schema: receipts.SchemaBundle, Export: json.RawMessage(p.out.Export),
-		ExportDigest: p.out.ExportDigest, Receipts: p.out.Receipts, Verification: p.verdict, LabelDigest: p.out.LabelDigest}
-	if p.verdict.Verdict != receipts.VerdictPass {
-		return p, nil
-	}
-	if auth == nil {
-		auth = egress.NewAuthority(egress.Options{Journal: c.openJournal(), PolicyRevision: policyRevision})
-	}
-	p.auth = auth
-	if vs, ok := src.(*vaultSource); ok {
-		p.lease = vs.lease
-	}
-	p.seal, err = auth.Seal(egress.SealRequest{SourceDigest: p.out.SourceDigest, Export: p.out.Export, Plan: *in.plan,
-		Receipts: p.out.Receipts, Verification: verdict, Lease: p.lease})
-	if err != nil {
-		var ee *egress.Error
-		if errors.As(err, &ee) {
-			return nil, c.refuse(f.asJSON, planReasons(ee.Code), nil)
-		}
-		return nil, err
-	}
-	// A reversible lease is bound to the sealed cut: only now can it be
-	// claimed, and only for this export.
-	if finish != nil {
-		bound = true
-		if err := finish(p); err != nil {
-			return nil, err
-		}
-		if err := c.writeRecord(p.record(f)); err != nil {
-			return nil, fmt.Errorf("record the lease locally: %w", err)
+	if cut.Lease != "" {
+		if err := c.writeRecord(cut.LeaseRef()); err != nil {
+			return nil, nil, fmt.Errorf("record the lease locally: %w", err)
 		}
 	}
-	p.bundle.Seal = &receipts.SealRef{EventID: p.seal.EventID}
-	if p.lease != "" {
-		l := p.lease
-		p.bundle.Lease = &l
-	}
-	return p, nil
+	return cut, p, nil
 }
 
-func (c *Cmd) printPrepared(p *prepared) {
-	o := p.out
+// reversibleVault connects to the vault a reversible cut needs. With no
+// vault socket at all it returns nil: the pipeline then refuses the cut
+// VAULT_PROFILE_NOT_PROVEN, after a hint.
+func (c *Cmd) reversibleVault(flagValue string) (*api.Client, error) {
+	if c.vaultSocket(flagValue) == "" {
+		c.hintf("%v", errNoVault)
+		return nil, nil
+	}
+	cl, err := c.dialVault(flagValue)
+	if err != nil {
+		return nil, err
+	}
+	c.closers = append(c.closers, func() { cl.Close() })
+	return cl, nil
+}
+
+func (c *Cmd) printPrepared(cut *pipeline.Cut) {
 	fmt.Fprintf(c.Stdout, "prepared: %s cut of %d parts, %d records, %d public items\n",
-		p.in.plan.Mode, len(p.in.doc.Parts), o.Stats.Records, o.Stats.PublicItems)
-	fmt.Fprintf(c.Stdout, "replaced: %s (%d distinct values)\n", summary(o.Stats.OwnerSpans()), o.Pairs)
-	fmt.Fprintf(c.Stdout, "export: %s (%d bytes)\n", o.ExportDigest, len(o.Export))
-	fmt.Fprintf(c.Stdout, "verification: %s (%s)\n", p.verdict.Verdict, p.verdict.Verifier)
-	for _, cl := range p.verdict.Claims {
+		cut.Plan.Mode, cut.Stats.Parts, cut.Stats.Records, cut.Stats.PublicItems)
+	fmt.Fprintf(c.Stdout, "replaced: %s (%d distinct values)\n", summary(cut.Stats.OwnerSpans), cut.Stats.Values)
+	fmt.Fprintf(c.Stdout, "export: %s (%d bytes)\n", cut.ExportDigest, len(cut.Export))
+	printClaims(c, cut.Verification)
+	if cut.Sealed() {
+		fmt.Fprintf(c.Stdout, "seal: %s (held in this process only; send re-prepares)\n", cut.Seal.EventID)
+	}
+	if cut.Lease != "" {
+		fmt.Fprintf(c.Stdout, "lease: %s\n", cut.Lease)
+	}
+	fmt.Fprintln(c.Stdout, "--- what would leave (the export's texts) ---")
+	printExport(c, cut.Export)
+}
+
+// printClaims prints a verification's verdict and its claims, one a line.
+func printClaims(c *Cmd, v receipts.Verification) {
+	fmt.Fprintf(c.Stdout, "verification: %s (%s)\n", v.Verdict, v.Verifier)
+	for _, cl := range v.Claims {
 		mark := "ok  "
 		if !cl.OK {
 			mark = "FAIL"
@@ -211,14 +177,6 @@ func (c *Cmd) printPrepared(p *prepared) {
 		}
 		fmt.Fprintln(c.Stdout, line)
 	}
-	if p.bundle.Seal != nil {
-		fmt.Fprintf(c.Stdout, "seal: %s (held in this process only; send re-prepares)\n", p.bundle.Seal.EventID)
-	}
-	if p.lease != "" {
-		fmt.Fprintf(c.Stdout, "lease: %s\n", p.lease)
-	}
-	fmt.Fprintln(c.Stdout, "--- what would leave (the export's texts) ---")
-	printExport(c, o.Export)
 }
 
 // printExport prints each part of an export as text.
@@ -239,35 +197,8 @@ func printExport(c *Cmd, export []byte) {
 	}
 }
 
-// planReasons is the refusal of a seal or an admission: about the plan.
-func planReasons(code receipts.Code) []receipts.Refusal {
-	return []receipts.Refusal{{Code: code, Part: -1, Kind: "plan"}}
-}
-
-// bundleParts returns the bundle in canonical form, and a newline, as
-// pieces to write in order. The export is not re-parsed (the censor wrote it
-// canonically and the verifier checked it byte for byte) nor copied: "export"
-// is the first key of the canonical bundle, so the bundle is `{"export":`
-// EXPORT `,` and the rest of the canonical bundle without its `{`.
-func bundleParts(b receipts.Bundle) ([][]byte, error) {
-	export := b.Export
-	b.Export = nil
-	rest, err := canon.Marshal(struct {
-		receipts.Bundle
-		Export json.RawMessage `json:"export,omitempty"`
-	}{Bundle: b})
-	if err != nil {
-		return nil, err
-	}
-	nl := []byte{'\n'}
-	if len(export) == 0 {
-		return [][]byte{rest, nl}, nil
-	}
-	return [][]byte{[]byte(`{"export":`), export, []byte(","), rest[1:], nl}, nil
-}
-
 // writeParts writes parts to w in order.
-func writeParts(w io.Writer, parts [][]byte) error {
+func writeParts(w interface{ Write([]byte) (int, error) }, parts [][]byte) error {
 	for _, p := range parts {
 		if _, err := w.Write(p); err != nil {
 			return err
@@ -288,13 +219,4 @@ func writeFileParts(path string, parts [][]byte) error {
 		err = cerr
 	}
 	return err
-}
-
-// record is what cut keeps locally about a reversible cut (see leaseRecord).
-func (p *prepared) record(f *prepareFlags) leaseRecord {
-	pl := p.in.plan
-	return leaseRecord{Lease: p.lease, CutEvent: p.seal.EventID, Run: f.run, Attempt: uint32(f.attempt),
-		Station: pl.Station, Purpose: pl.Purpose, ExpiresAt: pl.ExpiresAt, Retention: pl.Retention,
-		PolicyRevision: pl.PolicyRevision, VerifierRevision: p.verdict.Verifier, LabelDigest: p.out.LabelDigest,
-		OutputSchemaDigest: pl.OutputSchemaDigest, ExportDigest: p.out.ExportDigest}
 }

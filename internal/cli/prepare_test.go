@@ -290,17 +290,18 @@ func TestSendLoopback(t *testing.T) {
 		t.Fatalf("send: exit %d\n%s\n%s", code, out, errb)
 	}
 	var res struct {
-		Decision   receipts.EgressDecision `json:"decision"`
-		Status     int                     `json:"status"`
-		Quarantine string                  `json:"quarantine"`
+		Decisions  []receipts.EgressDecision `json:"decisions"`
+		Status     int                       `json:"status"`
+		Quarantine string                    `json:"quarantine"`
+		BodyDigest string                    `json:"body_digest"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatal(err)
 	}
-	if !res.Decision.Admit || res.Decision.Use != 1 || res.Status != 200 || res.Quarantine != q {
+	if len(res.Decisions) != 1 || !res.Decisions[0].Admit || res.Decisions[0].Use != 1 || res.Status != 200 || res.Quarantine != q {
 		t.Fatalf("result %s", out)
 	}
-	if len(got) != 1 || receipts.SHA256(got[0]) != res.Decision.BodyDigest {
+	if len(got) != 1 || receipts.SHA256(got[0]) != res.Decisions[0].BodyDigest || res.BodyDigest != res.Decisions[0].BodyDigest {
 		t.Fatalf("server received %d bodies", len(got))
 	}
 	assertNoCanary(t, "request body", got[0])
@@ -312,7 +313,7 @@ func TestSendLoopback(t *testing.T) {
 		t.Fatalf("quarantine mode %v", fi.Mode())
 	}
 	j, _ := os.ReadFile(e.journal)
-	if !bytes.Contains(j, []byte(`"kind":"admit"`)) || !bytes.Contains(j, []byte(res.Decision.EventID)) {
+	if !bytes.Contains(j, []byte(`"kind":"admit"`)) || !bytes.Contains(j, []byte(res.Decisions[0].EventID)) {
 		t.Fatalf("journal:\n%s", j)
 	}
 	assertNoCanary(t, "journal", j)

@@ -8,27 +8,15 @@ import (
 	"strings"
 
 	"github.com/privacycut/privacycut/canon"
+	"github.com/privacycut/privacycut/pipeline"
 )
 
 // leaseRecord is what cut remembers locally about a reversible cut so that
 // `cut rehydrate` can claim and receipt it later: identifiers, digests and
-// plan fields only — public or keyed, never a value, a token map or a key.
-// It lives in $XDG_STATE_HOME/privacycut/leases/<lease>.json (0600).
-type leaseRecord struct {
-	Lease              string `json:"lease"`
-	CutEvent           string `json:"cut_event"`
-	Run                string `json:"run"`
-	Attempt            uint32 `json:"attempt"`
-	Station            string `json:"station"`
-	Purpose            string `json:"purpose"`
-	ExpiresAt          string `json:"expires_at"`
-	Retention          string `json:"retention"`
-	PolicyRevision     string `json:"policy_revision"`
-	VerifierRevision   string `json:"verifier_revision"`
-	LabelDigest        string `json:"label_digest"`
-	OutputSchemaDigest string `json:"output_schema_digest"`
-	ExportDigest       string `json:"export_digest"`
-}
+// plan fields only — public or keyed, never a value, a token map or a key
+// (pipeline.LeaseRef). It lives in $XDG_STATE_HOME/privacycut/leases/<lease>.json
+// (0600).
+type leaseRecord = pipeline.LeaseRef
 
 func (c *Cmd) stateDir() (string, error) {
 	if d := c.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {

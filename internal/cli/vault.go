@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -64,6 +65,17 @@ func (c *Cmd) vaultError(asJSON bool, err error) error {
 	c.errorf("%s: %v", c.name, err)
 	return &refusedError{1}
 }
+
+// vaultSocket is --vault, else $PRIVACYCUT_VAULT.
+func (c *Cmd) vaultSocket(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return c.Getenv("PRIVACYCUT_VAULT")
+}
+
+// errNoVault: a vault operation was asked for without a vault socket.
+var errNoVault = errors.New("no vault socket: pass --vault SOCK or set PRIVACYCUT_VAULT")
 
 func runVault(ctx context.Context, c *Cmd, args []string) error {
 	if len(args) == 0 || isHelp(args[0]) {

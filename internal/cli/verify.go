@@ -3,11 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/privacycut/privacycut/canon"
+	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/verifier"
 )
 
 func init() {
@@ -15,7 +13,7 @@ func init() {
 }
 
 // MaxBundleBytes caps a bundle file (2 GiB: a 1 GiB export plus receipts).
-const MaxBundleBytes = 2 << 30
+const MaxBundleBytes = pipeline.MaxBundleBytes
 
 func runVerify(ctx context.Context, c *Cmd, args []string) error {
 	fs := c.flags("verify")
@@ -52,8 +50,11 @@ func runVerify(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	v, err := c.verifyBundle(ctx, *mode, bundleBytes, verifier.Request{Source: src, Plan: plan, Vocabulary: vocab,
-		EvidenceKey: key, Now: time.Now()})
+	p, err := c.pipelineFor(key, *mode, nil)
+	if err != nil {
+		return err
+	}
+	v, err := p.VerifyBundle(ctx, pipeline.Reverify{Bundle: bundleBytes, Source: src, Plan: plan, Vocabulary: vocab})
 	if err != nil {
 		return err
 	}
@@ -68,49 +69,6 @@ func runVerify(ctx context.Context, c *Cmd, args []string) error {
 		return &verifyError{claims: v.Failed()}
 	}
 	return nil
-}
-
-// verifyBundle verifies the bundle's export and receipts, as the exact bytes
-// the bundle holds, with the other inputs of req.
-//
-// A bundle that is not a strict CutBundle@1 does not verify (every claim
-// failed): it is what a reviewer is given, and changing its structure is
-// tampering as much as changing its export. Nor does one whose label_digest
-// is not its receipts', or that holds a lease for an irreversible plan. Its
-// verification and seal are prepare's records, which the new verification
-// replaces; they are not inputs.
-func (c *Cmd) verifyBundle(ctx context.Context, mode string, bundle []byte, req verifier.Request) (receipts.Verification, error) {
-	tree, err := canon.Parse(bundle, canon.Options{MaxBytes: MaxBundleBytes})
-	if err != nil {
-		return verifier.Unverifiable("bundle: " + err.Error()), nil
-	}
-	var b receipts.Bundle
-	if err := tree.DecodeShared(&b); err != nil {
-		return verifier.Unverifiable("bundle: " + err.Error()), nil
-	}
-	if b.Schema != receipts.SchemaBundle {
-		return verifier.Unverifiable("bundle: schema is not " + receipts.SchemaBundle), nil
-	}
-	if n := len(b.Receipts); n == 0 || b.LabelDigest != b.Receipts[n-1].LabelDigest {
-		return verifier.Unverifiable("bundle: label_digest is not the terminal receipt's"), nil
-	}
-	// A plan that does not decode fails the verifier's plan claim.
-	var plan receipts.Plan
-	if b.Lease != nil && canon.Unmarshal(req.Plan, &plan, canon.Options{}) == nil && plan.Mode != receipts.ModeReversible {
-		return verifier.Unverifiable("bundle: a lease for an irreversible plan"), nil
-	}
-	// The strict decoder has checked every member; the verifier reads the
-	// export and the receipts as written, not as decoded.
-	for _, m := range tree.Members {
-		switch string(m.Key) {
-		case "export":
-			req.Export = bundle[m.Value.Off:m.Value.End]
-		case "receipts":
-			req.Receipts = bundle[m.Value.Off:m.Value.End]
-		}
-	}
-	req.ExportDigest = b.ExportDigest
-	return c.verify(ctx, mode, req)
 }
 
 func printVerification(c *Cmd, v receipts.Verification) {
