@@ -23,6 +23,9 @@ type Rehydrated struct {
 	State   string                      `json:"state"`
 }
 
+// ErrNoVault: a rehydration was asked of a pipeline without a vault.
+var ErrNoVault = errors.New("pipeline: no vault")
+
 // CheckSchema parses an output schema and checks that it is the one the
 // plan binds (output_schema_digest): a schema of another digest, or any
 // schema for a plan that binds none, is refused PLAN_MISMATCH (kind
@@ -53,9 +56,6 @@ func (p *Pipeline) CheckSchema(planDigest string, schema []byte) (*rehydrate.Sch
 // it replies; the result is registered as local-only with the pipeline's
 // gate.
 func (p *Pipeline) Rehydrate(ctx context.Context, ref LeaseRef, schema, ret []byte) (*Rehydrated, error) {
-	if p.opt.Vault == nil {
-		return nil, errors.New("pipeline: rehydrate needs a vault")
-	}
 	canonical, err := canon.Canonicalize(schema)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
@@ -65,6 +65,9 @@ func (p *Pipeline) Rehydrate(ctx context.Context, ref LeaseRef, schema, ret []by
 	if ref.OutputSchemaDigest == "" || receipts.SHA256(canonical) != ref.OutputSchemaDigest {
 		return nil, p.refuse([]receipts.Refusal{{Code: receipts.PlanMismatch, Part: -1, Kind: "schema"}},
 			"output_schema_digest", "the schema is not the plan's output schema", nil)
+	}
+	if p.opt.Vault == nil {
+		return nil, ErrNoVault
 	}
 	expiry, err := time.Parse(time.RFC3339Nano, ref.ExpiresAt)
 	if err != nil {

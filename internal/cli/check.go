@@ -118,28 +118,19 @@ func offending(data []byte, doc *grammar.Document, r receipts.Refusal) string {
 	return fmt.Sprintf("%q", src[r.Offset:end])
 }
 
-// refusalDoc is the refusal document of SPEC §12.
-type refusalDoc struct {
-	Refused bool               `json:"refused"`
-	EventID string             `json:"event_id"`
-	Reasons []receipts.Refusal `json:"reasons"`
-}
-
-// refuse prints a refusal (JSON document or one line per reason) and returns
-// the error that makes cut exit 3. text, when it returns non-empty, adds the
-// refused text to a human line.
+// refuse journals and prints a refusal of the command's own (check's, or an
+// input refused before a pipeline saw it) and returns the error that makes
+// cut exit 3. text, when it returns non-empty, adds the refused text to a
+// human line (check --show-text).
 func (c *Cmd) refuse(asJSON bool, refs []receipts.Refusal, text func(receipts.Refusal) string) error {
-	doc := refusalDoc{Refused: true, EventID: receipts.NewEventID()}
+	doc := receipts.RefusalDocument{Refused: true, EventID: receipts.NewEventID()}
 	for _, r := range refs {
 		doc.Reasons = append(doc.Reasons, receipts.Refusal{Code: r.Code, Part: r.Part, Kind: r.Kind,
-			Line: r.Line, Column: r.Column, Length: r.Length})
+			Line: r.Line, Column: r.Column, Length: r.Length, Path: r.Path})
 	}
 	c.journal(doc.EventID, doc.Reasons)
-	if asJSON {
-		if err := c.printJSON(doc); err != nil {
-			return err
-		}
-		return &refusedError{len(refs)}
+	if asJSON || text == nil {
+		return c.printRefusal(asJSON, doc)
 	}
 	noun := "reasons"
 	if len(refs) == 1 {
@@ -147,11 +138,9 @@ func (c *Cmd) refuse(asJSON bool, refs []receipts.Refusal, text func(receipts.Re
 	}
 	fmt.Fprintf(c.Stdout, "refused: %d %s (event %s)\n", len(refs), noun, doc.EventID)
 	for _, r := range refs {
-		line := r.Where() + ": " + string(r.Code)
-		if text != nil {
-			if t := text(r); t != "" {
-				line += ": " + t
-			}
+		line := refusalLine(r)
+		if t := text(r); t != "" {
+			line += ": " + t
 		}
 		fmt.Fprintln(c.Stdout, line)
 	}

@@ -43,7 +43,7 @@ func TestLeaseCommands(t *testing.T) {
 	}
 	// Revoking again is a refusal: exit 3 and the refusal document.
 	code, out, _ = f.cut(t, "lease", "revoke", a.Lease.ID, "--json")
-	var ref refusalDoc
+	var ref receipts.RefusalDocument
 	decodeStrict(t, out, &ref)
 	if code != ExitRefused || !ref.Refused || len(ref.Reasons) != 1 || ref.Reasons[0] != (receipts.Refusal{Code: receipts.LeaseNotActive, Part: -1, Kind: "vault"}) || ref.EventID == "" {
 		t.Errorf("second revoke: exit %d %+v", code, ref)

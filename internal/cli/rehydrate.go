@@ -3,17 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/privacycut/privacycut/canon"
+	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/api"
-	"github.com/privacycut/privacycut/vault/service"
 )
 
 func init() {
@@ -23,12 +19,7 @@ func init() {
 // rehydratedDoc is what `cut rehydrate --json` prints: the rehydrated answer
 // (it holds restored owner values — the one output that may), its receipt
 // and the lease after it.
-type rehydratedDoc struct {
-	Result  json.RawMessage             `json:"result"`
-	Receipt receipts.RehydrationReceipt `json:"receipt"`
-	Lease   string                      `json:"lease"`
-	State   string                      `json:"state"`
-}
+type rehydratedDoc = pipeline.Rehydrated
 
 func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 	fs := c.flags("rehydrate")
@@ -83,9 +74,13 @@ func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 		return err
 	}
 	defer cl.Close()
-	doc, err := c.rehydrateLease(ctx, cl, rec, schema, ret, key, *asJSON)
+	p, err := c.newPipeline(key, pipeline.InProcess(), cl)
 	if err != nil {
 		return err
+	}
+	doc, err := p.Rehydrate(ctx, *rec, schema, ret)
+	if err != nil {
+		return c.pipelineError(*asJSON, err)
 	}
 	return c.printRehydrated(doc, *asJSON, pf)
 }
@@ -121,88 +116,6 @@ func (c *Cmd) dialSocket(sock string) (*api.Client, error) {
 	return cl, nil
 }
 
-// rehydrateLease asks the vault to rehydrate ret under the lease of rec. The
-// schema must be the plan's (its digest is bound in the plan); the evidence
-// key travels sealed to the vault so that the receipt's final digest is
-// keyed. A refusal is printed (exit 3), with the JSON path and position of
-// the refused value and never the value.
-func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseRecord, schema, ret []byte, key *receipts.EvidenceKey, asJSON bool) (*rehydratedDoc, error) {
-	canonical, err := canon.Canonicalize(schema)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	// Fails closed: a record without the plan's schema digest licenses no
-	// schema at all.
-	if err := c.checkSchemaDigest(rec.OutputSchemaDigest, receipts.SHA256(canonical), asJSON); err != nil {
-		return nil, err
-	}
-	expiry, err := time.Parse(time.RFC3339Nano, rec.ExpiresAt)
-	if err != nil {
-		return nil, fmt.Errorf("lease record: expires_at: %w", err)
-	}
-	st, err := cl.Status(ctx)
-	if err != nil {
-		return nil, c.vaultError(asJSON, err)
-	}
-	sealedKey, err := service.SealEvidenceKey(st.SealKey, key)
-	if err != nil {
-		return nil, c.vaultError(asJSON, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	// The rehydration is not canceled halfway: the vault consumes the lease
-	// and destroys its key before it replies, so a reply abandoned after
-	// that would lose the only rehydrated answer. (The vault itself stops
-	// before consuming when nobody waits for the result.)
-	res, err := cl.Rehydrate(context.WithoutCancel(ctx), service.RehydrateRequest{
-		Lease:            rec.Lease,
-		Claim:            service.ClaimRequest{Run: rec.Run, Attempt: rec.Attempt, Station: rec.Station, ReturnDigest: receipts.SHA256(ret)},
-		Schema:           schema,
-		Return:           ret,
-		CutExpiry:        expiry,
-		Retention:        rec.Retention,
-		PolicyRevision:   rec.PolicyRevision,
-		VerifierRevision: rec.VerifierRevision,
-		LabelDigest:      rec.LabelDigest,
-		EvidenceKey:      sealedKey,
-	})
-	if err != nil {
-		return nil, c.rehydrateRefusal(asJSON, err)
-	}
-	// The answer the user asked for, printed or written: the one place its
-	// plaintext is meant to go.
-	return &rehydratedDoc{Result: json.RawMessage(res.Output), Receipt: res.Receipt, Lease: res.Lease.ID, State: res.Lease.State.String()}, nil
-}
-
-// rehydrateRefusal prints a refused rehydration: code, JSON path and the
-// position of the refused value in the return (never the value or token).
-func (c *Cmd) rehydrateRefusal(asJSON bool, err error) error {
-	code := service.CodeOf(err)
-	if code == "" {
-		return err
-	}
-	r := receipts.Refusal{Code: code, Part: -1, Kind: "return"}
-	var rr *receipts.Refusal
-	if errors.As(err, &rr) {
-		r = *rr
-	}
-	doc := receipts.RefusalDocument{Refused: true, EventID: receipts.NewEventID(), Reasons: []receipts.Refusal{r}}
-	c.journal(doc.EventID, doc.Reasons)
-	if asJSON {
-		if err := c.printJSON(doc); err != nil {
-			return err
-		}
-	} else {
-		where := "return"
-		if r.Path != "" {
-			where = fmt.Sprintf("return %s line %d col %d len %d", r.Path, r.Line, r.Column, r.Length)
-		}
-		fmt.Fprintf(c.Stdout, "refused: 1 reason (event %s)\n%s: %s\n", doc.EventID, where, r.Code)
-	}
-	return &refusedError{1}
-}
-
 // printRehydrated prints the rehydrated answer, or writes it to out (nil:
 // stdout) and prints the rest.
 func (c *Cmd) printRehydrated(doc *rehydratedDoc, asJSON bool, out *outputFile) error {
@@ -234,30 +147,4 @@ func printReceipt(c *Cmd, r receipts.RehydrationReceipt, state string) {
 	fmt.Fprintf(c.Stdout, "receipt: %s lease %s (now %s)\n", r.Schema, r.Lease, state)
 	fmt.Fprintf(c.Stdout, "  substituted: %s\n", summary(r.Substitutions))
 	fmt.Fprintf(c.Stdout, "  return %s\n  final  %s\n  purge at %s\n", r.ReturnDigest, r.FinalDigest, r.PurgeAt)
-}
-
-// readOutputSchema reads and parses the output schema of a reversible cut.
-// A file that is not a schema of the subset (rehydrate.ParseSchema) is an
-// error before anything else happens.
-func readOutputSchema(path string) ([]byte, *rehydrate.Schema, error) {
-	data, err := readFileCapped(path, rehydrate.MaxSchemaBytes)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read schema: %w", err)
-	}
-	s, err := rehydrate.ParseSchema(data)
-	if err != nil {
-		return nil, nil, fmt.Errorf("schema: %w", err)
-	}
-	return data, s, nil
-}
-
-// checkSchemaDigest refuses (PLAN_MISMATCH, exit 3) a schema whose digest
-// is not the plan's output_schema_digest, and any schema when the plan
-// binds none.
-func (c *Cmd) checkSchemaDigest(planDigest, digest string, asJSON bool) error {
-	if planDigest != "" && digest == planDigest {
-		return nil
-	}
-	c.errorf("%s: the schema is not the plan's output schema", c.name)
-	return c.refuse(asJSON, []receipts.Refusal{{Code: receipts.PlanMismatch, Part: -1, Kind: "schema"}}, nil)
 }

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -118,25 +116,6 @@ func TestSendSchemaCheckedFirst(t *testing.T) {
 	}
 	if posts.Load() != 1 {
 		t.Fatalf("%d requests, want 1", posts.Load())
-	}
-}
-
-// TestSchemaDigestFailsClosed: a lease record without the plan's schema
-// digest licenses no schema.
-func TestSchemaDigestFailsClosed(t *testing.T) {
-	e := newTestEnv(t)
-	var out, errb bytes.Buffer
-	c := &Cmd{Env: Env{Stdout: &out, Stderr: &errb, Getenv: e.getenv}, name: "cut rehydrate"}
-	d := "sha256:" + strings.Repeat("a", 64)
-	if err := c.checkSchemaDigest(d, d, true); err != nil {
-		t.Fatalf("the plan's schema: %v", err)
-	}
-	for _, plan := range []string{"", "sha256:" + strings.Repeat("b", 64)} {
-		out.Reset()
-		var re *refusedError
-		if err := c.checkSchemaDigest(plan, d, true); !errors.As(err, &re) || !strings.Contains(out.String(), `"code":"PLAN_MISMATCH"`) {
-			t.Errorf("plan digest %q: %v %s, want a PLAN_MISMATCH refusal", plan, err, out.String())
-		}
 	}
 }
 

@@ -52,7 +52,7 @@ func (c *Cmd) vaultError(asJSON bool, err error) error {
 	if code == "" {
 		return err
 	}
-	doc := refusalDoc{Refused: true, EventID: receipts.NewEventID(),
+	doc := receipts.RefusalDocument{Refused: true, EventID: receipts.NewEventID(),
 		Reasons: []receipts.Refusal{{Code: code, Part: -1, Kind: "vault"}}}
 	c.journal(doc.EventID, doc.Reasons)
 	if asJSON {

@@ -252,7 +252,7 @@ func TestBackupRestoreRotateProve(t *testing.T) {
 	}
 	os.WriteFile(bk, raw[:len(raw)-5], 0o600)
 	code, out, _ = f.cut(t, "vault", "restore", bk, "--json")
-	var ref refusalDoc
+	var ref receipts.RefusalDocument
 	decodeStrict(t, out, &ref)
 	if code != ExitRefused || ref.Reasons[0].Code != receipts.MalformedRecord {
 		t.Errorf("restore of a truncated backup: exit %d %+v", code, ref)
@@ -267,7 +267,7 @@ func TestReversibleRefusalExits3(t *testing.T) {
 	t.Setenv("GOTRACEBACK", "all")
 	f.v.Prove()
 	code, out, _ := f.cut(t, "vault", "rotate", "--json")
-	var ref refusalDoc
+	var ref receipts.RefusalDocument
 	decodeStrict(t, out, &ref)
 	if code != ExitRefused || ref.Reasons[0].Code != receipts.VaultProfileNotProven {
 		t.Errorf("rotate: exit %d %+v", code, ref)
