@@ -6,7 +6,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/privacycut/privacycut/internal/cli"
+	"github.com/privacycut/privacycut/cmd/internal/cli"
 )
 
 func main() {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/canon"
-	"github.com/privacycut/privacycut/internal/cli"
+	"github.com/privacycut/privacycut/cmd/internal/cli"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/api"
 	"github.com/privacycut/privacycut/vault/harden"

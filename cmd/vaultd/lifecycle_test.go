@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/canon"
-	"github.com/privacycut/privacycut/internal/cli"
+	"github.com/privacycut/privacycut/cmd/internal/cli"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/api"

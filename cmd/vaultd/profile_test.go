@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/privacycut/privacycut/internal/cli"
+	"github.com/privacycut/privacycut/cmd/internal/cli"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/seal"

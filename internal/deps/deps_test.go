@@ -13,7 +13,7 @@ const module = "github.com/privacycut/privacycut"
 
 // policy is the statement of policy: for each package (a prefix: it covers
 // its sub-packages), the project packages it may depend on, directly or not.
-// A package not listed may depend on anything (commands, tests, internal/cli).
+// A package not listed may depend on anything (commands, tests, cmd/internal/cli).
 var policy = map[string][]string{
 	"canon":            {},
 	"receipts":         {"canon"},

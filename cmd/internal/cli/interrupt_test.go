@@ -123,7 +123,7 @@ func TestReversibleCutCanceledRevokesLease(t *testing.T) {
 	if err := os.WriteFile(proj, gen.Projection(gv.Records(gen.Options{Seed: 5, Size: 8 << 20, Distinct: 300})), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	schema, err := filepath.Abs("../../examples/schema.json")
+	schema, err := filepath.Abs("../../../examples/schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestRehydrationNotAbandoned(t *testing.T) {
 		standin.Handler().ServeHTTP(w, r)
 	}))
 	defer model.Close()
-	schema, err := filepath.Abs("../../examples/schema.json")
+	schema, err := filepath.Abs("../../../examples/schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}

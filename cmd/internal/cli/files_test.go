@@ -101,7 +101,7 @@ func TestOutputFile(t *testing.T) {
 // file, the answer (which holds owner values) is 0600.
 func TestRehydrateOutputCheckedFirst(t *testing.T) {
 	f := newVaultFixture(t)
-	schema, err := filepath.Abs("../../examples/schema.json")
+	schema, err := filepath.Abs("../../../examples/schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // censor nor the verifier) through `cut verify`: the untouched bundles pass
 // with exit 0, each seeded corruption exits 4 naming its expected claims.
 func TestVectorsThroughCutVerify(t *testing.T) {
-	files, err := filepath.Glob("../../verifier/testdata/vectors/*.txt")
+	files, err := filepath.Glob("../../../verifier/testdata/vectors/*.txt")
 	if err != nil || len(files) < 12 {
 		t.Fatalf("vectors: %v (%d files)", err, len(files))
 	}

@@ -43,7 +43,7 @@ func buildBinaries(t *testing.T) (cut, vaultd string) {
 		os.Chmod(binaries.dir, 0o755) // other uids run them too
 		binaries.cut = filepath.Join(binaries.dir, "cut")
 		binaries.vault = filepath.Join(binaries.dir, "vaultd")
-		for pkg, out := range map[string]string{"../../cmd/cut": binaries.cut, "../../cmd/vaultd": binaries.vault} {
+		for pkg, out := range map[string]string{"../../../cmd/cut": binaries.cut, "../../../cmd/vaultd": binaries.vault} {
 			if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 				binaries.err = &buildError{string(b)}
 				return
@@ -146,7 +146,7 @@ func TestReversibleThroughCLI(t *testing.T) {
 		"finding GO-2022-1059 golang.org/x/text@v0.3.7 affected fixed=v0.3.8 https://go.dev/issue/56152 owner.module=\""+canary+"\" owner.team=\""+canary+"-team\"\n")), 0o600)
 	vocab := filepath.Join(dir, "vocab.json")
 	os.WriteFile(vocab, []byte(testVocab), 0o600)
-	schema, _ := filepath.Abs("../../examples/schema.json")
+	schema, _ := filepath.Abs("../../../examples/schema.json")
 	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "PRIVACYCUT_VAULT=" + v.sock}
 	run := func(args ...string) (int, []byte, []byte) {
 		cmd := exec.Command(cut, args...)

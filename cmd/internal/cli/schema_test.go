@@ -16,7 +16,7 @@ import (
 // else is refused and no plan is written.
 func TestPlanInitSchema(t *testing.T) {
 	f := newTestEnv(t)
-	example, err := filepath.Abs("../../examples/schema.json")
+	example, err := filepath.Abs("../../../examples/schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestSendSchemaCheckedFirst(t *testing.T) {
 		w.Write([]byte(`{"summary":"s","findings":[]}`))
 	}))
 	defer model.Close()
-	example, err := filepath.Abs("../../examples/schema.json")
+	example, err := filepath.Abs("../../../examples/schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}

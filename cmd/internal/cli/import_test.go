@@ -15,7 +15,7 @@ import (
 	"github.com/privacycut/privacycut/grammar"
 )
 
-const importerTestdata = "../../importer/testdata"
+const importerTestdata = "../../../importer/testdata"
 
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()

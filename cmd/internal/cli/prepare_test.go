@@ -241,7 +241,7 @@ func TestRefusalWithPluginIsQuiet(t *testing.T) {
 	}
 	// The example vocabulary takes a moment to load: the refusal comes while
 	// the plugin is being started, not before it is.
-	vocab, err := filepath.Abs("../../examples/vocabulary.json")
+	vocab, err := filepath.Abs("../../../examples/vocabulary.json")
 	if err != nil {
 		t.Fatal(err)
 	}
