@@ -184,8 +184,13 @@ func TestForbiddenRuneMatchesReference(t *testing.T) {
 
 // TestParseMatchesReference runs generated records, owner values equal to or
 // next to vocabulary items, and random mutations of both, through every
-// parser mode and compares with the reference.
+// parser mode and compares with the reference. With -short (local runs) it
+// runs a tenth of the cases; CI runs them all.
 func TestParseMatchesReference(t *testing.T) {
+	items, mutations := 400, 3000
+	if testing.Short() {
+		items, mutations = 40, 300
+	}
 	gv := gen.NewVocab()
 	texts := gv.Records(gen.Options{Seed: 11, Size: 64 << 10, Parts: 1})
 	lines := strings.SplitAfter(texts[0], "\n")
@@ -197,10 +202,10 @@ func TestParseMatchesReference(t *testing.T) {
 		"ask triage.rank-by-severity owner.team=\"redacted:team:2\" owner.host=\"pcv:abcdefghij:host:abcdefghijklmnopqrst\"\n")
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, d := range newDiffParsers(t) {
-		items := vocabItems(d.p.v)
+		vocab := vocabItems(d.p.v)
 		// Owner values that are items, and near misses of items.
-		for i := 0; i < 400; i++ {
-			it := items[r.IntN(len(items))]
+		for range items {
+			it := vocab[r.IntN(len(vocab))]
 			near := []string{it, it + "x", "x" + it, it[:len(it)-1], it[1:], it[:len(it)-1] + "\u00e9", strings.ToUpper(it)}
 			for _, n := range near {
 				checkAgainstReference(t, d, []byte("ask triage.rank-by-severity owner.team=\""+n+"\"\n"))
@@ -208,13 +213,13 @@ func TestParseMatchesReference(t *testing.T) {
 			}
 		}
 		checkAgainstReference(t, d, []byte(texts[0]))
-		for i := 0; i < 3000; i++ {
+		for range mutations {
 			base := []byte(lines[r.IntN(len(lines))])
 			if r.IntN(4) == 0 {
 				base = append(base, lines[r.IntN(len(lines))]...)
 			}
 			checkAgainstReference(t, d, base)
-			checkAgainstReference(t, d, mutate(r, base, items))
+			checkAgainstReference(t, d, mutate(r, base, vocab))
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -225,9 +224,6 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 	}
 	if !lease.ValidID(in.Run) {
 		return nil, fmt.Errorf("pipeline: run must be 1 to %d bytes of printable ASCII without spaces", lease.MaxIDLen)
-	}
-	if in.Attempt > math.MaxUint32 {
-		return nil, errors.New("pipeline: attempt out of range")
 	}
 	// A schema is checked against the plan before anything is cut: an
 	// answer that could not be rehydrated is not asked for.

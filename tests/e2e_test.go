@@ -155,20 +155,16 @@ func twoBoot(t *testing.T, sig syscall.Signal) {
 	if !rep.Proven || rep.Live == nil || !rep.Live.Decrypts || rep.Live.Entries != 4 {
 		t.Fatalf("live probe of the lease after the restart: %+v", rep.Live)
 	}
-	if hasRehydrate() {
-		r, res := e.rehydrate(bB, refB)
-		if r.code != 0 {
-			t.Fatalf("rehydrate after the restart: %v", r)
-		}
-		e.checkRehydrated(res)
-		if in := e.c.show(refB); in.Lease.State != lease.Consumed || in.Key != service.KeyDestroyed {
-			t.Errorf("after rehydration: %v key %v, want CONSUMED destroyed", in.Lease.State, in.Key)
-		}
-		if r, _ := e.rehydrate(bA, refA); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseNotActive) {
-			t.Errorf("rehydrating the revoked lease: %v", r)
-		}
-	} else {
-		t.Logf("cut has no rehydrate command in this tree: the lease was used through the erasure proof only")
+	r, res := e.rehydrate(bB, refB)
+	if r.code != 0 {
+		t.Fatalf("rehydrate after the restart: %v", r)
+	}
+	e.checkRehydrated(res)
+	if in := e.c.show(refB); in.Lease.State != lease.Consumed || in.Key != service.KeyDestroyed {
+		t.Errorf("after rehydration: %v key %v, want CONSUMED destroyed", in.Lease.State, in.Key)
+	}
+	if r, _ := e.rehydrate(bA, refA); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseNotActive) {
+		t.Errorf("rehydrating the revoked lease: %v", r)
 	}
 	rep2 := e.scanClean()
 	t.Logf("figures: %s two-boot: lease seq %d kept, map of %d entries decrypts after the restart, %d files / %d bytes scanned clean",
@@ -213,10 +209,8 @@ func TestC4ExpiryAcrossRestart(t *testing.T) {
 	if w := wrapFiles(e.d.Keys, ref); len(w) != 0 {
 		t.Errorf("the expired lease keeps wrapped keys %v", w)
 	}
-	if hasRehydrate() {
-		if r, _ := e.rehydrate(b, ref); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseNotActive) {
-			t.Errorf("rehydrating the expired lease: %v", r)
-		}
+	if r, _ := e.rehydrate(b, ref); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseNotActive) {
+		t.Errorf("rehydrating the expired lease: %v", r)
 	}
 	// The clock set back: nothing revives.
 	e.d.Stop(syscall.SIGTERM)
@@ -272,15 +266,13 @@ func TestK2VerifiedPurge(t *testing.T) {
 	if !rot.Proven || rot.Epoch != rep.Epoch+1 {
 		t.Errorf("after rotation: proven %v epoch %d → %d", rot.Proven, rep.Epoch, rot.Epoch)
 	}
-	if hasRehydrate() {
-		if r, res := e.rehydrate(bB, refB); r.code != 0 {
-			t.Errorf("rehydrating the live lease after the purge and the rotation: %v", r)
-		} else {
-			e.checkRehydrated(res)
-		}
-		if r, _ := e.rehydrate(bA, refA); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseNotActive) {
-			t.Errorf("rehydrating the purged lease: %v", r)
-		}
+	if r, res := e.rehydrate(bB, refB); r.code != 0 {
+		t.Errorf("rehydrating the live lease after the purge and the rotation: %v", r)
+	} else {
+		e.checkRehydrated(res)
+	}
+	if r, _ := e.rehydrate(bA, refA); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseNotActive) {
+		t.Errorf("rehydrating the purged lease: %v", r)
 	}
 	scan := e.scanClean()
 	t.Logf("figures: backup of %d bytes holds no key (%d keys compared); control exit 4, proof exit 0 (%s: %s), after rotation to epoch %d still proven; %d bytes scanned clean",
@@ -339,22 +331,20 @@ func TestK5KeyStoreLoss(t *testing.T) {
 			if rep.Destroyed.Decrypts || rep.Destroyed.Code != receipts.LeaseUnrecoverable || rep.Destroyed.Reason != reason {
 				t.Errorf("A after key loss: %+v", rep.Destroyed)
 			}
-			if hasRehydrate() {
-				if r, _ := e.rehydrate(bA, refA); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseUnrecoverable) {
-					t.Errorf("rehydrating A: %v", r)
+			if r, _ := e.rehydrate(bA, refA); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseUnrecoverable) {
+				t.Errorf("rehydrating A: %v", r)
+			}
+			r, res := e.rehydrate(bB, refB)
+			switch damage {
+			case "deleted":
+				if r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseUnrecoverable) {
+					t.Errorf("rehydrating B with every key lost: %v", r)
 				}
-				r, res := e.rehydrate(bB, refB)
-				switch damage {
-				case "deleted":
-					if r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseUnrecoverable) {
-						t.Errorf("rehydrating B with every key lost: %v", r)
-					}
-				case "flipped":
-					if r.code != 0 {
-						t.Errorf("rehydrating B, whose key is intact: %v", r)
-					} else {
-						e.checkRehydrated(res)
-					}
+			case "flipped":
+				if r.code != 0 {
+					t.Errorf("rehydrating B, whose key is intact: %v", r)
+				} else {
+					e.checkRehydrated(res)
 				}
 			}
 			// Nothing is re-derived: a new cut is a new lease in a new

@@ -196,21 +196,6 @@ func prepare(t testing.TB, c *cutter, plan, proj string) bundle {
 	return b
 }
 
-// hasRehydrate reports whether the built cut has the rehydrate command
-// (`cut rehydrate` and `cut send --schema`).
-func hasRehydrate() bool {
-	rehydrateOnce.Do(func() {
-		out, _ := execOutput(bins.cut, "rehydrate")
-		rehydrateAvail = bytes.Contains(out, []byte("usage: cut rehydrate"))
-	})
-	return rehydrateAvail
-}
-
-var (
-	rehydrateOnce  sync.Once
-	rehydrateAvail bool
-)
-
 // pairsFor returns n sealed-request pairs of fresh canary values.
 func pairsFor(tag string, n int) ([]seal.Pair, [][]byte) {
 	var ps []seal.Pair

@@ -221,11 +221,3 @@ func randHex(n int) string {
 }
 
 var bg = context.Background()
-
-// execOutput runs a program with an empty environment and returns its
-// combined output.
-func execOutput(name string, args ...string) ([]byte, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	return cmd.CombinedOutput()
-}

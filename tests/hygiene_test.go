@@ -435,11 +435,10 @@ func TestM2LiveMemoryScan(t *testing.T) {
 // endToEnd is M6's run: every command of the system, against one vaultd,
 // then a scan of every byte under the installation.
 type endToEnd struct {
-	rep        treeReport
-	can        canaries
-	rehydrated bool
-	artefacts  map[string]string // kind → a file of that kind that exists
-	input      string            // the user's projection (not written by the system)
+	rep       treeReport
+	can       canaries
+	artefacts map[string]string // kind → a file of that kind that exists
+	input     string            // the user's projection (not written by the system)
 }
 
 // runEndToEnd drives cut and vaultd through a whole life: check (and a
@@ -482,29 +481,21 @@ func runEndToEnd(t *testing.T, bin string, env []string) endToEnd {
 
 	e.plan = planFor(t, c, e.proj, e.rem.target(standin.Honest))
 	b1, ref1 := e.prepare()
-	out.rehydrated = hasRehydrate()
-	sendArgs := []string{"send", "--vocab", vocabPath, "--plan", e.plan, "--json", "--quarantine", filepath.Join(e.work, "answer-send.json")}
-	if out.rehydrated {
-		sendArgs = append(sendArgs, "--schema", schemaPath)
-	}
-	r := c.must(0, append(sendArgs, e.proj)...)
-	if out.rehydrated {
-		c.allowed[r.outFile] = true // cut send --schema --json prints the result the user asked for
-		if !bytes.Contains(r.stdout, []byte(`"rehydrated"`)) {
-			t.Fatalf("cut send --schema did not rehydrate: %s", r.stdout)
-		}
+	r := c.must(0, "send", "--vocab", vocabPath, "--plan", e.plan, "--json", "--quarantine", filepath.Join(e.work, "answer-send.json"),
+		"--schema", schemaPath, e.proj)
+	c.allowed[r.outFile] = true // cut send --schema --json prints the result the user asked for
+	if !bytes.Contains(r.stdout, []byte(`"rehydrated"`)) {
+		t.Fatalf("cut send --schema did not rehydrate: %s", r.stdout)
 	}
 	var sent struct {
 		Lease *string `json:"lease"`
 	}
 	json.Unmarshal(r.stdout, &sent)
-	if out.rehydrated {
-		rr, res := e.rehydrate(b1, ref1)
-		if rr.code != 0 {
-			t.Fatalf("rehydrate: %v", rr)
-		}
-		e.checkRehydrated(res)
+	rr, res := e.rehydrate(b1, ref1)
+	if rr.code != 0 {
+		t.Fatalf("rehydrate: %v", rr)
 	}
+	e.checkRehydrated(res)
 	_, ref2 := e.prepare()
 	_, ref3 := e.prepare()
 	c.must(0, "lease", "list", "--json")
@@ -541,17 +532,15 @@ func runEndToEnd(t *testing.T, bin string, env []string) endToEnd {
 		}
 		out.artefacts[kind] = m[0]
 	}
-	if out.rehydrated {
-		for kind, glob := range map[string]string{
-			"lease record":       filepath.Join(c.home, "state", "privacycut", "leases", "*.json"),
-			"rehydrated result":  filepath.Join(e.work, "rehydrated-*.json"),
-			"rehydrated receipt": r.outFile,
-		} {
-			if m, _ := filepath.Glob(glob); len(m) > 0 {
-				out.artefacts[kind] = m[0]
-			} else {
-				t.Errorf("the run wrote no %s", kind)
-			}
+	for kind, glob := range map[string]string{
+		"lease record":       filepath.Join(c.home, "state", "privacycut", "leases", "*.json"),
+		"rehydrated result":  filepath.Join(e.work, "rehydrated-*.json"),
+		"rehydrated receipt": r.outFile,
+	} {
+		if m, _ := filepath.Glob(glob); len(m) > 0 {
+			out.artefacts[kind] = m[0]
+		} else {
+			t.Errorf("the run wrote no %s", kind)
 		}
 	}
 	rep, err := newScanner(can.all()).scanTrees([]string{d.Base}, c.allowed)
@@ -564,7 +553,7 @@ func runEndToEnd(t *testing.T, bin string, env []string) endToEnd {
 }
 
 // TestM6CanaryScanEndToEnd is M6: after a complete run of the system —
-// including rehydration when cut has it — no byte under the installation
+// rehydration included — no byte under the installation
 // holds an owner value (raw, hex or base64), except the rehydrated results
 // the user asked for; those hold exactly the values the schema marks, and
 // finding them shows the scan can fail.
@@ -574,31 +563,27 @@ func TestM6CanaryScanEndToEnd(t *testing.T) {
 	if len(run.rep.hits) > 0 {
 		t.Errorf("owner values in bytes the system wrote:\n\t%s", hitsSummary(run.rep.hits))
 	}
-	if run.rehydrated {
-		found := map[int]bool{}
-		for _, h := range run.rep.allowedHits {
-			if h.form == "raw" {
-				found[h.needle] = true
-			}
+	found := map[int]bool{}
+	for _, h := range run.rep.allowedHits {
+		if h.form == "raw" {
+			found[h.needle] = true
 		}
-		if !found[0] || !found[1] || !found[2] {
-			t.Errorf("the rehydrated results lack restored values (found %v): the scan or the rehydration is broken", found)
-		}
-		if found[3] {
-			t.Errorf("a rehydrated result holds a value the schema does not mark")
-		}
-	} else {
-		// The control: the same scan finds every value in the user's input.
-		in, err := newScanner(run.can.all()).scanTrees([]string{run.input}, nil)
-		if err != nil || len(in.hits) < 4 {
-			t.Errorf("the scan does not find the values in the projection itself: %v %v", in.hits, err)
-		}
-		t.Logf("cut has no rehydrate command in this tree: the rehydration step is left out")
+	}
+	if !found[0] || !found[1] || !found[2] {
+		t.Errorf("the rehydrated results lack restored values (found %v): the scan or the rehydration is broken", found)
+	}
+	if found[3] {
+		t.Errorf("a rehydrated result holds a value the schema does not mark")
+	}
+	// The control: the same scan finds every value in the user's input.
+	in, err := newScanner(run.can.all()).scanTrees([]string{run.input}, nil)
+	if err != nil || len(in.hits) < 4 {
+		t.Errorf("the scan does not find the values in the projection itself: %v %v", in.hits, err)
 	}
 	var kinds []string
 	for k := range run.artefacts {
 		kinds = append(kinds, k)
 	}
-	t.Logf("figures: %d files, %d bytes scanned for 4 values in 6 forms: %d hits outside the results the user asked for, %d inside (rehydration %v); artefact kinds covered: %d",
-		run.rep.files, run.rep.bytes, len(run.rep.hits), len(run.rep.allowedHits), run.rehydrated, len(kinds))
+	t.Logf("figures: %d files, %d bytes scanned for 4 values in 6 forms: %d hits outside the results the user asked for, %d inside; artefact kinds covered: %d",
+		run.rep.files, run.rep.bytes, len(run.rep.hits), len(run.rep.allowedHits), len(kinds))
 }

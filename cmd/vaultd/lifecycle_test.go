@@ -71,38 +71,6 @@ func wantKilled(t *testing.T, err error) {
 	}
 }
 
-// twoBoot is C1/C2: grant, stop with sig right after the grant is
-// acknowledged, start, then bind (which checks the issued tokens against
-// the map), claim and consume.
-func twoBoot(t *testing.T, sig syscall.Signal) {
-	d := newDaemon(t, false)
-	d.Start()
-	c := d.client()
-	ps, vals := canaryPairs("boot", 3)
-	res := grant(t, c, ps, false)
-	err := d.Stop(sig)
-	if sig == syscall.SIGTERM {
-		wantExit0(t, err)
-	} else {
-		wantKilled(t, err)
-	}
-	d.Start()
-	c = d.client()
-	bindLease(t, c, res)
-	ret := "sha256:" + randHex(32)
-	if _, err := c.Claim(bg, res.Lease.ID, claimReq(ret)); err != nil {
-		t.Fatalf("Claim after restart: %v", err)
-	}
-	l, err := c.Consume(bg, res.Lease.ID, claimReq(ret))
-	if err != nil || l.State != lease.Consumed || !l.KeyDestroyed {
-		t.Fatalf("Consume after restart: %v %v", l.State, err)
-	}
-	checkNoCanary(t, d, vals)
-}
-
-func TestC1TwoBootSIGTERM(t *testing.T)    { twoBoot(t, syscall.SIGTERM) }
-func TestC2SIGKILLAfterGrant(t *testing.T) { twoBoot(t, syscall.SIGKILL) }
-
 // checkNoCanary scans everything the daemon wrote: state dir, key dir,
 // its logs.
 func checkNoCanary(t *testing.T, d *daemon, vals [][]byte) {
@@ -184,41 +152,6 @@ func TestAllowListDaemon(t *testing.T) {
 		}
 		wantExit0(t, d.Stop(syscall.SIGTERM))
 		checkJSONLog(t, d.AllLogs())
-	}
-}
-
-// TestC4ExpiryAcrossRestart: a lease whose deadline passes while vaultd is
-// down is EXPIRED at the next start, its key destroyed, its deadline
-// unchanged.
-func TestC4ExpiryAcrossRestart(t *testing.T) {
-	d := newDaemon(t, false)
-	d.Bin = vaultdCP
-	d.Args = []string{"--max-lease", "2h"}
-	d.Start()
-	c := d.client()
-	ps, _ := canaryPairs("c4", 2)
-	res := grant(t, c, ps, true)
-	before := showLease(t, d, res.Lease.ID)
-	wantExit0(t, d.Stop(syscall.SIGTERM))
-	if _, err := os.Stat(wrapPath(d, res.Lease.ID)); err != nil {
-		t.Fatalf("key before the restart: %v", err)
-	}
-
-	d.Env = []string{"VAULTD_TEST_CLOCK_OFFSET=90m"}
-	d.Start()
-	after := showLease(t, d, res.Lease.ID)
-	if after.Lease.State != lease.Expired || after.Key != service.KeyDestroyed || !after.Lease.KeyDestroyed {
-		t.Fatalf("after the restart: %v key %v", after.Lease.State, after.Key)
-	}
-	if !after.Lease.Deadline.Equal(before.Lease.Deadline) || !after.Lease.CreatedAt.Equal(before.Lease.CreatedAt) {
-		t.Errorf("deadline %v → %v: a restart changed it", before.Lease.Deadline, after.Lease.Deadline)
-	}
-	if _, err := os.Stat(wrapPath(d, res.Lease.ID)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the expired lease's wrapped key survived: %v", err)
-	}
-	_, err := d.client().Claim(bg, res.Lease.ID, claimReq("sha256:"+randHex(32)))
-	if service.CodeOf(err) != receipts.LeaseNotActive {
-		t.Errorf("claim of the expired lease: %v", err)
 	}
 }
 
