@@ -19,8 +19,8 @@ import (
 	"github.com/privacycut/privacycut/examples"
 	"github.com/privacycut/privacycut/internal/standin"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
 	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/server"
 	"github.com/privacycut/privacycut/vault/service"
 )
 
@@ -147,9 +147,9 @@ func (d *demo) embeddedVault() (stop func(), desc string, err error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("embedded vault: %w", err)
 	}
-	srv := api.NewServer(v, api.ServerOptions{})
+	srv := server.New(v, server.Options{})
 	d.sock = filepath.Join(d.dir, "vault", "run", "vault.sock")
-	ln, err := api.Listen(d.sock)
+	ln, err := server.Listen(d.sock)
 	if err != nil {
 		v.Close()
 		return nil, "", err

@@ -12,8 +12,8 @@ import (
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
-	"github.com/privacycut/privacycut/vault/api"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/client"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 func init() {
@@ -91,7 +91,7 @@ func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 }
 
 // dialVault connects to the vault named by --vault or $PRIVACYCUT_VAULT.
-func (c *Cmd) dialVault(flagValue string) (*api.Client, error) {
+func (c *Cmd) dialVault(flagValue string) (*client.Client, error) {
 	sock := c.vaultSocket(flagValue)
 	if sock == "" {
 		return nil, usagef("%v", errNoVault)
@@ -103,8 +103,8 @@ func (c *Cmd) dialVault(flagValue string) (*api.Client, error) {
 // this process's uid, or as a uid $PRIVACYCUT_VAULT_UID names (a
 // comma-separated list: a vaultd under a service account); the kernel's
 // word for the server's uid is checked on every connection.
-func (c *Cmd) dialSocket(sock string) (*api.Client, error) {
-	var opt api.DialOptions
+func (c *Cmd) dialSocket(sock string) (*client.Client, error) {
+	var opt client.DialOptions
 	if v := c.Getenv("PRIVACYCUT_VAULT_UID"); v != "" {
 		for _, f := range strings.Split(v, ",") {
 			uid, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32)
@@ -114,7 +114,7 @@ func (c *Cmd) dialSocket(sock string) (*api.Client, error) {
 			opt.ServerUIDs = append(opt.ServerUIDs, uint32(uid))
 		}
 	}
-	cl, err := api.DialWith(sock, opt)
+	cl, err := client.DialWith(sock, opt)
 	if err != nil {
 		return nil, fmt.Errorf("vault: %w", err)
 	}
@@ -126,7 +126,7 @@ func (c *Cmd) dialSocket(sock string) (*api.Client, error) {
 // key travels sealed to the vault so that the receipt's final digest is
 // keyed. A refusal is printed (exit 3), with the JSON path and position of
 // the refused value and never the value.
-func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseRecord, schema, ret []byte, key *receipts.EvidenceKey, asJSON bool) (*rehydratedDoc, error) {
+func (c *Cmd) rehydrateLease(ctx context.Context, cl *client.Client, rec *leaseRecord, schema, ret []byte, key *receipts.EvidenceKey, asJSON bool) (*rehydratedDoc, error) {
 	canonical, err := canon.Canonicalize(schema)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
@@ -144,7 +144,7 @@ func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseReco
 	if err != nil {
 		return nil, c.vaultError(asJSON, err)
 	}
-	sealedKey, err := service.SealEvidenceKey(st.SealKey, key)
+	sealedKey, err := vaultapi.SealEvidenceKey(st.SealKey, key)
 	if err != nil {
 		return nil, c.vaultError(asJSON, err)
 	}
@@ -155,9 +155,9 @@ func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseReco
 	// and destroys its key before it replies, so a reply abandoned after
 	// that would lose the only rehydrated answer. (The vault itself stops
 	// before consuming when nobody waits for the result.)
-	res, err := cl.Rehydrate(context.WithoutCancel(ctx), service.RehydrateRequest{
+	res, err := cl.Rehydrate(context.WithoutCancel(ctx), vaultapi.RehydrateRequest{
 		Lease:            rec.Lease,
-		Claim:            service.ClaimRequest{Run: rec.Run, Attempt: rec.Attempt, Station: rec.Station, ReturnDigest: receipts.SHA256(ret)},
+		Claim:            vaultapi.ClaimRequest{Run: rec.Run, Attempt: rec.Attempt, Station: rec.Station, ReturnDigest: receipts.SHA256(ret)},
 		Schema:           schema,
 		Return:           ret,
 		CutExpiry:        expiry,
@@ -178,7 +178,7 @@ func (c *Cmd) rehydrateLease(ctx context.Context, cl *api.Client, rec *leaseReco
 // rehydrateRefusal prints a refused rehydration: code, JSON path and the
 // position of the refused value in the return (never the value or token).
 func (c *Cmd) rehydrateRefusal(asJSON bool, err error) error {
-	code := service.CodeOf(err)
+	code := vaultapi.CodeOf(err)
 	if code == "" {
 		return err
 	}

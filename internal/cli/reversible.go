@@ -7,10 +7,10 @@ import (
 
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/seal"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // vaultSocket is --vault, else $PRIVACYCUT_VAULT.
@@ -26,8 +26,8 @@ func (c *Cmd) vaultSocket(flagValue string) string {
 // ciphertext crosses the socket, and the vault issues the tokens in a fresh
 // keyed namespace of a new lease. The map never leaves the vault.
 type vaultSource struct {
-	client *api.Client
-	req    service.CreateRequest
+	client *client.Client
+	req    vaultapi.CreateRequest
 	lease  string
 }
 
@@ -90,7 +90,7 @@ func (c *Cmd) reversibleSource(ctx context.Context, f *prepareFlags, in *inputs)
 		return nil, nil, c.refuse(f.asJSON, []receipts.Refusal{{Code: receipts.VaultProfileNotProven, Part: -1, Kind: "vault"}}, nil)
 	}
 	plan := in.plan
-	src := &vaultSource{client: cl, req: service.CreateRequest{
+	src := &vaultSource{client: cl, req: vaultapi.CreateRequest{
 		Run: f.run, Attempt: uint32(f.attempt), Target: plan.Target, Purpose: plan.Purpose, Station: plan.Station,
 		RemoteDeadlineS: uint64(plan.RemoteDeadlineS), ReturnWindowS: uint64(plan.ReturnWindowS),
 		Lifetime: time.Duration(plan.RemoteDeadlineS+plan.ReturnWindowS) * time.Second,
