@@ -12,9 +12,11 @@ import (
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/internal/gen"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/server"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // BenchmarkReversibleCut4MiB10k: a reversible cut of a
@@ -35,15 +37,15 @@ func BenchmarkReversibleCut4MiB10k(b *testing.B) {
 	if p := v.Prove(); !p.Accepted() {
 		b.Skipf("vault profile not accepted here: %v", p.Reasons)
 	}
-	srv := api.NewServer(v, api.ServerOptions{})
+	srv := server.New(v, server.Options{})
 	sock := filepath.Join(dir, "run", "vault.sock")
-	ln, err := api.Listen(sock)
+	ln, err := server.Listen(sock)
 	if err != nil {
 		b.Fatal(err)
 	}
 	go srv.Serve(ln)
 	defer srv.Stop()
-	cl, err := api.Dial(sock)
+	cl, err := client.Dial(sock)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func BenchmarkReversibleCut4MiB10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	run := func() *censor.Output {
-		src := &vaultSource{p: pl, req: service.CreateRequest{Run: "bench", Attempt: 1, Target: plan.Target, Purpose: plan.Purpose,
+		src := &vaultSource{p: pl, req: vaultapi.CreateRequest{Run: "bench", Attempt: 1, Target: plan.Target, Purpose: plan.Purpose,
 			RemoteDeadlineS: uint64(plan.RemoteDeadlineS), ReturnWindowS: uint64(plan.ReturnWindowS),
 			Lifetime: time.Duration(plan.RemoteDeadlineS+plan.ReturnWindowS) * time.Second}}
 		out, err := censor.Cut(context.Background(), censor.Input{Doc: d, Vocabulary: vocab, Plan: plan, Key: key, Tokens: src})

@@ -13,7 +13,7 @@ import (
 	"github.com/privacycut/privacycut/internal/standin"
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/embedded"
 )
 
@@ -72,7 +72,7 @@ func Example_reversible() {
 		return
 	}
 	defer v.Close()
-	vc, err := api.Dial(v.Socket())
+	vc, err := client.Dial(v.Socket())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -14,7 +14,7 @@ import (
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/verifier"
 )
 
@@ -29,7 +29,7 @@ type Options struct {
 	Verifier Verifier
 	// Vault is a connection to vaultd, required for reversible cuts (nil:
 	// they are refused VAULT_PROFILE_NOT_PROVEN). The caller closes it.
-	Vault *api.Client
+	Vault *client.Client
 	// Journal records refusals, seals and admissions (nil: none).
 	Journal *egress.Journal
 	// Authority is the seal authority and egress gate. nil: a new one
@@ -54,7 +54,7 @@ type Options struct {
 }
 
 // Pipeline prepares and sends cuts. It is safe for concurrent use when its
-// Verifier and Vault are (InProcess and an api.Client are).
+// Verifier and Vault are (InProcess and an client.Client are).
 type Pipeline struct {
 	opt      Options
 	auth     *egress.Authority

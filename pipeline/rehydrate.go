@@ -10,7 +10,7 @@ import (
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // Rehydrated is an answer rehydrated inside the vault: the result (it holds
@@ -78,7 +78,7 @@ func (p *Pipeline) Rehydrate(ctx context.Context, ref LeaseRef, schema, ret []by
 	if err != nil {
 		return nil, p.vaultRefusal(err)
 	}
-	sealedKey, err := service.SealEvidenceKey(st.SealKey, p.opt.EvidenceKey)
+	sealedKey, err := vaultapi.SealEvidenceKey(st.SealKey, p.opt.EvidenceKey)
 	if err != nil {
 		return nil, p.vaultRefusal(err)
 	}
@@ -89,9 +89,9 @@ func (p *Pipeline) Rehydrate(ctx context.Context, ref LeaseRef, schema, ret []by
 	// and destroys its key before it replies, so a reply abandoned after
 	// that would lose the only rehydrated answer. (The vault itself stops
 	// before consuming when nobody waits for the result.)
-	res, err := cl.Rehydrate(context.WithoutCancel(ctx), service.RehydrateRequest{
+	res, err := cl.Rehydrate(context.WithoutCancel(ctx), vaultapi.RehydrateRequest{
 		Lease:            ref.Lease,
-		Claim:            service.ClaimRequest{Run: ref.Run, Attempt: ref.Attempt, Station: ref.Station, ReturnDigest: receipts.SHA256(ret)},
+		Claim:            vaultapi.ClaimRequest{Run: ref.Run, Attempt: ref.Attempt, Station: ref.Station, ReturnDigest: receipts.SHA256(ret)},
 		Schema:           schema,
 		Return:           ret,
 		CutExpiry:        expiry,
@@ -113,7 +113,7 @@ func (p *Pipeline) Rehydrate(ctx context.Context, ref LeaseRef, schema, ret []by
 // rehydrationRefusal is a refused rehydration: code, JSON path and the
 // position of the refused value in the return (never the value or token).
 func (p *Pipeline) rehydrationRefusal(err error) error {
-	code := service.CodeOf(err)
+	code := vaultapi.CodeOf(err)
 	if code == "" {
 		return err
 	}

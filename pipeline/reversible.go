@@ -9,7 +9,7 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/seal"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // vaultSource is the token source of a reversible cut: the distinct
@@ -18,7 +18,7 @@ import (
 // keyed namespace of a new lease. The map never leaves the vault.
 type vaultSource struct {
 	p        *Pipeline
-	req      service.CreateRequest
+	req      vaultapi.CreateRequest
 	lease    string    // the lease granted, once Issue has returned
 	deadline time.Time // its absolute deadline
 	bound    bool
@@ -70,7 +70,7 @@ func (p *Pipeline) reversibleSource(ctx context.Context, plan *receipts.Plan, in
 	if st.Profile.Profile != harden.Accepted {
 		return nil, p.refuse(notProven, "", "vault profile "+st.Profile.Profile+": "+strings.Join(st.Profile.Reasons, ", "), nil)
 	}
-	return &vaultSource{p: p, req: service.CreateRequest{
+	return &vaultSource{p: p, req: vaultapi.CreateRequest{
 		Run: in.Run, Attempt: in.Attempt, Target: plan.Target, Purpose: plan.Purpose, Station: plan.Station,
 		RemoteDeadlineS: uint64(plan.RemoteDeadlineS), ReturnWindowS: uint64(plan.ReturnWindowS),
 		Lifetime: time.Duration(plan.RemoteDeadlineS+plan.ReturnWindowS) * time.Second,
@@ -111,7 +111,7 @@ func (p *Pipeline) revoke(ctx context.Context, id string) error {
 // vaultRefusal turns a coded vault error into a *RefusedError (kind
 // "vault"); an error without a code is returned as it is.
 func (p *Pipeline) vaultRefusal(err error) error {
-	code := service.CodeOf(err)
+	code := vaultapi.CodeOf(err)
 	if code == "" {
 		return err
 	}

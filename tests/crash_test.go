@@ -15,10 +15,11 @@ import (
 
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
@@ -72,7 +73,7 @@ type driver struct {
 	st    *crashStats
 	args  []string // vaultd's flags for a clean restart
 	env   []string // vaultd's environment for every start (a fault to arm)
-	c     *api.Client
+	c     *client.Client
 	// opErr is the first answer that was neither a success nor a refusal
 	// code: a transport error (the daemon died) or an operational error.
 	opErr error
@@ -105,7 +106,7 @@ func (dr *driver) connect() {
 	if dr.c != nil {
 		dr.c.Close()
 	}
-	c, err := api.DialWith(dr.d.Sock, api.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
+	c, err := client.DialWith(dr.d.Sock, client.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
 	if err != nil {
 		dr.t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func (dr *driver) answer(op string, err error) bool {
 		dr.st.acked[op]++
 		return true
 	}
-	if code := service.CodeOf(err); code != "" {
+	if code := vaultapi.CodeOf(err); code != "" {
 		dr.st.refused[op+":"+string(code)]++
 		if code != receipts.LeaseNotActive {
 			dr.fail("%s refused with %s, which this schedule never provokes: %v", op, code, err)
@@ -205,11 +206,11 @@ func (dr *driver) grant(short bool) {
 	if short {
 		life = time.Second
 	}
-	req := service.CreateRequest{Run: "run-c3", Attempt: 1, Target: "https://model.example/c3", Purpose: "dependency-triage",
+	req := vaultapi.CreateRequest{Run: "run-c3", Attempt: 1, Target: "https://model.example/c3", Purpose: "dependency-triage",
 		SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: life, Values: sealed}
 	res, err := dr.c.CreateLease(ctx, req)
 	if !dr.answer(opGrant, err) {
-		if service.CodeOf(err) == "" {
+		if vaultapi.CodeOf(err) == "" {
 			dr.g.unanswered++ // it may have committed
 			dr.st.unanswered++
 		}
@@ -219,7 +220,7 @@ func (dr *driver) grant(short bool) {
 	ex := []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(res.Tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
 	dr.g.facts[res.Lease.ID] = &facts{tokens: res.Tokens, export: ex, cutEvent: "evt:c3-" + randHex(8),
 		candidate: "hmac-sha256:" + randHex(32),
-		claim:     service.ClaimRequest{Run: "run-c3", Attempt: 1, Station: service.DefaultStation, ReturnDigest: "sha256:" + randHex(32)}}
+		claim:     vaultapi.ClaimRequest{Run: "run-c3", Attempt: 1, Station: service.DefaultStation, ReturnDigest: "sha256:" + randHex(32)}}
 }
 
 func (dr *driver) answerSeal(err error) bool {
@@ -243,7 +244,7 @@ func (dr *driver) bind(id string) error {
 	return err
 }
 
-func (dr *driver) claim(id string) (service.ClaimResult, error) {
+func (dr *driver) claim(id string) (vaultapi.ClaimResult, error) {
 	ctx, cancel := dr.ctx()
 	defer cancel()
 	r, err := dr.c.Claim(ctx, id, dr.g.facts[id].claim)
@@ -393,7 +394,7 @@ func (dr *driver) recover() {
 // its tuple (Claim decrypts the map first). Leases the test holds no facts
 // for (an unanswered grant that committed) are revoked with `cut lease
 // revoke`.
-func (dr *driver) openLive(leases []service.Info) {
+func (dr *driver) openLive(leases []vaultapi.Info) {
 	for _, in := range leases {
 		l := in.Lease
 		if !l.Live() {
@@ -412,7 +413,7 @@ func (dr *driver) openLive(leases []service.Info) {
 		case lease.Active:
 			err = dr.bind(l.ID)
 		case lease.Claimed:
-			var res service.ClaimResult
+			var res vaultapi.ClaimResult
 			res, err = dr.claim(l.ID)
 			if err == nil && !res.Repeated {
 				dr.fail("lease %s: repeating its claim did not report a repeat", l.ID)
@@ -733,7 +734,7 @@ func TestK4RotationCrashPoints(t *testing.T) {
 			ctx, cancel := dr.ctx()
 			_, rerr := dr.c.Rotate(ctx)
 			cancel()
-			if rerr == nil || service.CodeOf(rerr) != "" {
+			if rerr == nil || vaultapi.CodeOf(rerr) != "" {
 				dr.fail("rotation with %s:%d armed (%d wraps) answered %v instead of crashing", a.point, n, w, rerr)
 				st.pointMisses++
 				dr.kill()

@@ -13,7 +13,7 @@ import (
 	"github.com/privacycut/privacycut/internal/standin"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
@@ -96,14 +96,14 @@ func (e *e2e) scanClean() treeReport {
 }
 
 // proveErasure runs `cut vault prove-erasure --json` and decodes the report.
-func (e *e2e) proveErasure(want int, backup, destroyed, live string) service.Report {
+func (e *e2e) proveErasure(want int, backup, destroyed, live string) vaultapi.Report {
 	e.t.Helper()
 	args := []string{"vault", "prove-erasure", backup, destroyed, "--json"}
 	if live != "" {
 		args = append(args, "--live", live)
 	}
 	r := e.c.must(want, args...)
-	var rep service.Report
+	var rep vaultapi.Report
 	if err := canon.Unmarshal(bytes.TrimSpace(r.stdout), &rep, canon.Options{}); err != nil {
 		e.t.Fatalf("erasure report: %v\n%s", err, r.stdout)
 	}
@@ -127,7 +127,7 @@ func twoBoot(t *testing.T, sig syscall.Signal) {
 	bA, refA := e.prepare()
 	bB, refB := e.prepare()
 	before := e.c.show(refB)
-	if before.Lease.State != lease.Active || !before.Lease.Bound() || before.Key != service.KeyPresent {
+	if before.Lease.State != lease.Active || !before.Lease.Bound() || before.Key != vaultapi.KeyPresent {
 		t.Fatalf("after prepare: %v bound %v key %v", before.Lease.State, before.Lease.Bound(), before.Key)
 	}
 	es := statusOf(e.d.Stop(sig))
@@ -142,7 +142,7 @@ func twoBoot(t *testing.T, sig syscall.Signal) {
 	if err := lease.Forward(before.Lease, after.Lease); err != nil || after.Lease.Seq != before.Lease.Seq {
 		t.Fatalf("the lease changed across the restart: %v (seq %d → %d)", err, before.Lease.Seq, after.Lease.Seq)
 	}
-	if after.Key != service.KeyPresent {
+	if after.Key != vaultapi.KeyPresent {
 		t.Fatalf("key %v after the restart", after.Key)
 	}
 	// The map that survived is the one granted: B decrypts with one entry
@@ -160,7 +160,7 @@ func twoBoot(t *testing.T, sig syscall.Signal) {
 		t.Fatalf("rehydrate after the restart: %v", r)
 	}
 	e.checkRehydrated(res)
-	if in := e.c.show(refB); in.Lease.State != lease.Consumed || in.Key != service.KeyDestroyed {
+	if in := e.c.show(refB); in.Lease.State != lease.Consumed || in.Key != vaultapi.KeyDestroyed {
 		t.Errorf("after rehydration: %v key %v, want CONSUMED destroyed", in.Lease.State, in.Key)
 	}
 	if r, _ := e.rehydrate(bA, refA); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseNotActive) {
@@ -197,7 +197,7 @@ func TestC4ExpiryAcrossRestart(t *testing.T) {
 	e.d.Env = []string{"VAULTD_TEST_CLOCK_OFFSET=2h"}
 	e.d.Start()
 	after := e.c.show(ref)
-	if after.Lease.State != lease.Expired || after.Key != service.KeyDestroyed || !after.Lease.KeyDestroyed {
+	if after.Lease.State != lease.Expired || after.Key != vaultapi.KeyDestroyed || !after.Lease.KeyDestroyed {
 		t.Fatalf("after the deadline passed while down: %v key %v", after.Lease.State, after.Key)
 	}
 	if !after.Lease.Deadline.Equal(before.Lease.Deadline) || !after.Lease.CreatedAt.Equal(before.Lease.CreatedAt) {
@@ -216,7 +216,7 @@ func TestC4ExpiryAcrossRestart(t *testing.T) {
 	e.d.Stop(syscall.SIGTERM)
 	e.d.Env = []string{"VAULTD_TEST_CLOCK_OFFSET=-1h"}
 	e.d.Start()
-	if in := e.c.show(ref); in.Lease.State != lease.Expired || in.Key != service.KeyDestroyed {
+	if in := e.c.show(ref); in.Lease.State != lease.Expired || in.Key != vaultapi.KeyDestroyed {
 		t.Errorf("with the clock set back: %v key %v", in.Lease.State, in.Key)
 	}
 	e.scanClean()
@@ -315,10 +315,10 @@ func TestK5KeyStoreLoss(t *testing.T) {
 			if p := e.c.status(); p.Profile != "accepted" {
 				t.Fatalf("profile after key loss: %s %v", p.Profile, p.Reasons)
 			}
-			wantKey := map[string]service.KeyState{refA: service.KeyMissing, refB: service.KeyMissing}
+			wantKey := map[string]vaultapi.KeyState{refA: vaultapi.KeyMissing, refB: vaultapi.KeyMissing}
 			reason := "no wrapped data key"
 			if damage == "flipped" {
-				wantKey = map[string]service.KeyState{refA: service.KeyPresent, refB: service.KeyPresent}
+				wantKey = map[string]vaultapi.KeyState{refA: vaultapi.KeyPresent, refB: vaultapi.KeyPresent}
 				reason = "wrapped data key failed authentication"
 			}
 			for ref, want := range wantKey {
@@ -391,7 +391,7 @@ func TestEmptyLogAfterCrash(t *testing.T) {
 				t.Errorf("vaultd's log does not report the removed file:\n%s", e.d.Log())
 			}
 			after := e.c.show(ref)
-			if err := lease.Forward(before.Lease, after.Lease); err != nil || after.Lease.Seq != before.Lease.Seq || after.Key != service.KeyPresent {
+			if err := lease.Forward(before.Lease, after.Lease); err != nil || after.Lease.Seq != before.Lease.Seq || after.Key != vaultapi.KeyPresent {
 				t.Errorf("the lease after the start: %v seq %d → %d key %v", err, before.Lease.Seq, after.Lease.Seq, after.Key)
 			}
 			if _, err := os.Stat(filepath.Join(e.d.State, name)); !errors.Is(err, os.ErrNotExist) {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/harden"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
@@ -39,9 +39,9 @@ func newDaemon(t testing.TB, bin string, asNobody bool) *daemon {
 
 // clientOf dials the daemon's current socket; it is closed when the test
 // ends.
-func clientOf(d *daemon) *api.Client {
+func clientOf(d *daemon) *client.Client {
 	d.T.Helper()
-	c, err := api.DialWith(d.Sock, api.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
+	c, err := client.DialWith(d.Sock, client.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
 	if err != nil {
 		d.T.Fatal(err)
 	}
@@ -164,13 +164,13 @@ func (c *cutter) status() harden.Profile {
 }
 
 // list is `cut lease list --json`.
-func (c *cutter) list() ([]service.Info, error) {
+func (c *cutter) list() ([]vaultapi.Info, error) {
 	r := c.run("lease", "list", "--json")
 	if r.code != 0 {
 		return nil, fmt.Errorf("%v", r)
 	}
 	var l struct {
-		Leases []service.Info `json:"leases"`
+		Leases []vaultapi.Info `json:"leases"`
 	}
 	if err := canon.Unmarshal(bytes.TrimSpace(r.stdout), &l, canon.Options{}); err != nil {
 		return nil, fmt.Errorf("lease list output: %v", err)
@@ -179,10 +179,10 @@ func (c *cutter) list() ([]service.Info, error) {
 }
 
 // show is `cut lease show REF --json`.
-func (c *cutter) show(ref string) service.Info {
+func (c *cutter) show(ref string) vaultapi.Info {
 	c.t.Helper()
 	r := c.must(0, "lease", "show", ref, "--json")
-	var in service.Info
+	var in vaultapi.Info
 	if err := canon.Unmarshal(bytes.TrimSpace(r.stdout), &in, canon.Options{}); err != nil {
 		c.t.Fatalf("lease show output: %v\n%s", err, r.stdout)
 	}

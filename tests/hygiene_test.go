@@ -17,9 +17,10 @@ import (
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // loadCanaries grants a lease over fresh canary values through c, binds and
@@ -28,18 +29,18 @@ import (
 // marker: it travels through the Go heap in every request, so a scan that
 // finds it shows that it reads the heap. It returns the claimed lease's id
 // and claim, the values and the marker.
-func loadCanaries(t testing.TB, c *api.Client, tag string) (string, service.ClaimRequest, [][]byte, []byte) {
+func loadCanaries(t testing.TB, c *client.Client, tag string) (string, vaultapi.ClaimRequest, [][]byte, []byte) {
 	t.Helper()
 	marker := "https://model.example/" + tag + "-marker-" + randHex(8)
 	ps, vals := pairsFor(tag, 6)
 	var first string
-	claim := service.ClaimRequest{Run: "run-" + tag, Attempt: 1, Station: service.DefaultStation, ReturnDigest: "sha256:" + randHex(32)}
+	claim := vaultapi.ClaimRequest{Run: "run-" + tag, Attempt: 1, Station: service.DefaultStation, ReturnDigest: "sha256:" + randHex(32)}
 	for i := range 2 {
 		sealed, err := c.Seal(bg, ps)
 		if err != nil {
 			t.Fatalf("seal: %v", err)
 		}
-		res, err := c.CreateLease(bg, service.CreateRequest{Run: "run-" + tag, Attempt: 1, Target: marker, Purpose: "dependency-triage",
+		res, err := c.CreateLease(bg, vaultapi.CreateRequest{Run: "run-" + tag, Attempt: 1, Target: marker, Purpose: "dependency-triage",
 			SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: time.Hour, Values: sealed})
 		if err != nil {
 			t.Fatalf("grant: %v", err)
@@ -65,7 +66,7 @@ func loadCanaries(t testing.TB, c *api.Client, tag string) (string, service.Clai
 // from vaultd holding every value. It checks that the output holds them
 // (the values really went through vaultd's output path), clears it, and
 // returns the output's size.
-func rehydrateCanaries(t testing.TB, c *api.Client, tag string, vals [][]byte) int {
+func rehydrateCanaries(t testing.TB, c *client.Client, tag string, vals [][]byte) int {
 	t.Helper()
 	ps := make([]seal.Pair, len(vals))
 	props := make([]string, len(vals))
@@ -79,7 +80,7 @@ func rehydrateCanaries(t testing.TB, c *api.Client, tag string, vals [][]byte) i
 	if err != nil {
 		t.Fatalf("seal: %v", err)
 	}
-	res, err := c.CreateLease(bg, service.CreateRequest{Run: "run-rh-" + tag, Attempt: 1, Target: "https://model.example/" + tag,
+	res, err := c.CreateLease(bg, vaultapi.CreateRequest{Run: "run-rh-" + tag, Attempt: 1, Target: "https://model.example/" + tag,
 		Purpose: "dependency-triage", SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: time.Hour, Values: sealed})
 	if err != nil {
 		t.Fatalf("grant: %v", err)
@@ -107,9 +108,9 @@ func rehydrateCanaries(t testing.TB, c *api.Client, tag string, vals [][]byte) i
 	if err != nil {
 		t.Fatalf("seal the evidence key: %v", err)
 	}
-	out, err := c.Rehydrate(bg, service.RehydrateRequest{
+	out, err := c.Rehydrate(bg, vaultapi.RehydrateRequest{
 		Lease:  res.Lease.ID,
-		Claim:  service.ClaimRequest{Run: "run-rh-" + tag, Attempt: 1, Station: service.DefaultStation, ReturnDigest: receipts.SHA256(ret)},
+		Claim:  vaultapi.ClaimRequest{Run: "run-rh-" + tag, Attempt: 1, Station: service.DefaultStation, ReturnDigest: receipts.SHA256(ret)},
 		Schema: schema, Return: ret, CutExpiry: time.Now().Add(time.Hour), Retention: rehydrate.RetentionSession,
 		PolicyRevision: "policy/1", VerifierRevision: "verifier/1", LabelDigest: "hmac-sha256:" + randHex(32), EvidenceKey: sek,
 	})

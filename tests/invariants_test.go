@@ -11,7 +11,7 @@ import (
 
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
@@ -23,7 +23,7 @@ type facts struct {
 	export    []byte
 	cutEvent  string
 	candidate string
-	claim     service.ClaimRequest
+	claim     vaultapi.ClaimRequest
 }
 
 // ledger is the test's own record of what vaultd acknowledged and what it
@@ -90,18 +90,18 @@ func (r *recovery) check(ok bool, format string, args ...any) {
 //
 // bootStart is when the vaultd that now serves was started. checkRecovered
 // updates g.seen.
-func checkRecovered(g *ledger, leases []service.Info, keyDir string, bootStart time.Time) *recovery {
+func checkRecovered(g *ledger, leases []vaultapi.Info, keyDir string, bootStart time.Time) *recovery {
 	r := &recovery{}
 	mat, err := vaulttest.ReadMaterial(keyDir)
 	r.material = mat
 	r.check(err == nil, "key directory unreadable: %v", err)
-	byID := map[string]service.Info{}
+	byID := map[string]vaultapi.Info{}
 	for _, in := range leases {
 		l := in.Lease
 		byID[l.ID] = in
 		r.check(l.Check() == nil, "lease %s: illegal record: %v", l.ID, l.Check())
 		if l.State.Terminal() {
-			r.check(in.Key == service.KeyDestroyed && l.KeyDestroyed,
+			r.check(in.Key == vaultapi.KeyDestroyed && l.KeyDestroyed,
 				"terminal lease %s (%v) keeps its data key: key %s, recorded destroyed %v", l.ID, l.State, in.Key, l.KeyDestroyed)
 			files := wrapFiles(keyDir, l.ID)
 			r.check(len(files) == 0, "terminal lease %s (%v) keeps wrapped key files %v", l.ID, l.State, files)
@@ -111,7 +111,7 @@ func checkRecovered(g *ledger, leases []service.Info, keyDir string, bootStart t
 			r.check(l.Deadline.After(bootStart), "live lease %s (%v) past its deadline %v, which passed before boot at %v",
 				l.ID, l.State, l.Deadline.Format(time.RFC3339Nano), bootStart.Format(time.RFC3339Nano))
 			_, unwraps := mat.DEKs[l.ID]
-			r.check(in.Key == service.KeyPresent && unwraps, "live lease %s (%v) has no usable data key: key %s, unwraps %v", l.ID, l.State, in.Key, unwraps)
+			r.check(in.Key == vaultapi.KeyPresent && unwraps, "live lease %s (%v) has no usable data key: key %s, unwraps %v", l.ID, l.State, in.Key, unwraps)
 		}
 	}
 	for id, a := range g.acked {
@@ -211,4 +211,4 @@ func epochList(m vaulttest.Material) []uint64 {
 }
 
 // isCode reports whether err carries code.
-func isCode(err error, code receipts.Code) bool { return service.CodeOf(err) == code }
+func isCode(err error, code receipts.Code) bool { return vaultapi.CodeOf(err) == code }

@@ -16,9 +16,10 @@ import (
 
 	"github.com/privacycut/privacycut/internal/standin"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
@@ -85,7 +86,7 @@ func runPressure(t *testing.T) pressure {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := api.DialWith(d.Sock, api.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
+			c, err := client.DialWith(d.Sock, client.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
 			if err != nil {
 				return
 			}
@@ -97,18 +98,18 @@ func runPressure(t *testing.T) pressure {
 					cancel()
 					return
 				}
-				res, err := c.CreateLease(ctx, service.CreateRequest{Run: "run-r1", Attempt: uint32(w + 1), Target: "https://model.example/r1",
+				res, err := c.CreateLease(ctx, vaultapi.CreateRequest{Run: "run-r1", Attempt: uint32(w + 1), Target: "https://model.example/r1",
 					Purpose: "dependency-triage", SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: time.Hour, Values: sealed})
 				cancel()
 				mu.Lock()
 				pr.attemptsTotal++
-				switch code := service.CodeOf(err); {
+				switch code := vaultapi.CodeOf(err); {
 				case err == nil:
 					pr.acked++
 					g.ack(res.Lease)
 					ex := []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(res.Tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
 					g.facts[res.Lease.ID] = &facts{tokens: res.Tokens, export: ex, cutEvent: "evt:r1-" + randHex(8), candidate: "hmac-sha256:" + randHex(32),
-						claim: service.ClaimRequest{Run: "run-r1", Attempt: uint32(w + 1), Station: service.DefaultStation, ReturnDigest: "sha256:" + randHex(32)}}
+						claim: vaultapi.ClaimRequest{Run: "run-r1", Attempt: uint32(w + 1), Station: service.DefaultStation, ReturnDigest: "sha256:" + randHex(32)}}
 				case code != "":
 					pr.refused[string(code)]++
 				default:
@@ -245,7 +246,7 @@ func notProven(t *testing.T, d *daemon, limit uint64) []string {
 		t.Fatal(err)
 	}
 	cl := clientOf(d)
-	if _, err := cl.CreateLease(bg, service.CreateRequest{Run: "run-r2", Attempt: 1, Target: "https://model.example/r2", Purpose: "dependency-triage",
+	if _, err := cl.CreateLease(bg, vaultapi.CreateRequest{Run: "run-r2", Attempt: 1, Target: "https://model.example/r2", Purpose: "dependency-triage",
 		SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: time.Hour, Values: sealed}); !isCode(err, receipts.VaultProfileNotProven) {
 		bad("a grant through the API: %v", err)
 	}

@@ -17,10 +17,11 @@ import (
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/cmd/internal/cli"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
 	"golang.org/x/sys/unix"
 )
@@ -108,7 +109,7 @@ func peekHelper() int {
 // dialHelper calls Status on the socket in VAULTD_TEST_SOCK and prints
 // "ok" or "refused".
 func dialHelper() int {
-	c, err := api.Dial(os.Getenv(envSock))
+	c, err := client.Dial(os.Getenv(envSock))
 	if err != nil {
 		fmt.Println("dial error")
 		return 0
@@ -139,9 +140,9 @@ func newDaemon(t *testing.T, asNobody bool) *daemon {
 	return &daemon{Daemon: vd, journal: filepath.Join(t.TempDir(), "journal.jsonl")}
 }
 
-func (d *daemon) client() *api.Client {
+func (d *daemon) client() *client.Client {
 	d.T.Helper()
-	c, err := api.DialWith(d.Sock, api.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
+	c, err := client.DialWith(d.Sock, client.DialOptions{ServerUIDs: []uint32{vaulttest.Nobody}})
 	if err != nil {
 		d.T.Fatal(err)
 	}
@@ -183,14 +184,14 @@ func (d *daemon) status() harden.Profile {
 }
 
 // list runs `cut lease list --json`.
-func (d *daemon) list() []service.Info {
+func (d *daemon) list() []vaultapi.Info {
 	d.T.Helper()
 	code, out, errb := d.cut("lease", "list", "--json")
 	if code != cli.ExitOK {
 		d.T.Fatalf("cut lease list: exit %d: %s", code, errb)
 	}
 	var l struct {
-		Leases []service.Info `json:"leases"`
+		Leases []vaultapi.Info `json:"leases"`
 	}
 	if err := canon.Unmarshal(bytes.TrimSpace(out), &l, canon.Options{}); err != nil {
 		d.T.Fatalf("list output: %v\n%s", err, out)
@@ -219,15 +220,15 @@ func canaryPairs(tag string, n int) ([]seal.Pair, [][]byte) {
 	return ps, vs
 }
 
-func createReq(sealed seal.Request, lifetime time.Duration) service.CreateRequest {
-	return service.CreateRequest{Run: "run-1", Attempt: 1, Target: "https://model.example/v1/answer",
+func createReq(sealed seal.Request, lifetime time.Duration) vaultapi.CreateRequest {
+	return vaultapi.CreateRequest{Run: "run-1", Attempt: 1, Target: "https://model.example/v1/answer",
 		Purpose: "dependency-triage", SourceDigest: "hmac-sha256:" + randHex(32),
 		RemoteDeadlineS: 1, ReturnWindowS: 1, Lifetime: lifetime, Values: sealed}
 }
 
 // grant creates a lease over pairs through the client (and binds it when
 // bind is set).
-func grant(t *testing.T, c *api.Client, ps []seal.Pair, bind bool) service.CreateResult {
+func grant(t *testing.T, c *client.Client, ps []seal.Pair, bind bool) vaultapi.CreateResult {
 	t.Helper()
 	sealed, err := c.Seal(bg, ps)
 	if err != nil {
@@ -247,7 +248,7 @@ func exportOf(tokens []string) []byte {
 	return []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
 }
 
-func bindLease(t *testing.T, c *api.Client, res service.CreateResult) {
+func bindLease(t *testing.T, c *client.Client, res vaultapi.CreateResult) {
 	t.Helper()
 	ex := exportOf(res.Tokens)
 	if err := c.Bind(bg, res.Lease.ID, "evt:seal", "hmac-sha256:"+randHex(32), receipts.SHA256(ex), ex); err != nil {
@@ -255,6 +256,6 @@ func bindLease(t *testing.T, c *api.Client, res service.CreateResult) {
 	}
 }
 
-func claimReq(ret string) service.ClaimRequest {
-	return service.ClaimRequest{Run: "run-1", Attempt: 1, Station: "station-a", ReturnDigest: ret}
+func claimReq(ret string) vaultapi.ClaimRequest {
+	return vaultapi.ClaimRequest{Run: "run-1", Attempt: 1, Station: "station-a", ReturnDigest: ret}
 }

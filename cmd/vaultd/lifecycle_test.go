@@ -16,9 +16,9 @@ import (
 	"github.com/privacycut/privacycut/cmd/internal/cli"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/crash"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
@@ -179,7 +179,7 @@ func TestC5ClockSetBack(t *testing.T) {
 	d.Env = []string{"VAULTD_TEST_CLOCK_OFFSET=-3h"}
 	d.Start()
 	in := showLease(t, d, res.Lease.ID)
-	if in.Lease.State != lease.Expired || in.Key != service.KeyDestroyed {
+	if in.Lease.State != lease.Expired || in.Key != vaultapi.KeyDestroyed {
 		t.Fatalf("clock set back: %v key %v", in.Lease.State, in.Key)
 	}
 	n := grant(t, d.client(), ps, false)
@@ -188,13 +188,13 @@ func TestC5ClockSetBack(t *testing.T) {
 	}
 }
 
-func showLease(t *testing.T, d *daemon, id string) service.Info {
+func showLease(t *testing.T, d *daemon, id string) vaultapi.Info {
 	t.Helper()
 	code, out, errb := d.cut("lease", "show", id, "--json")
 	if code != cli.ExitOK {
 		t.Fatalf("cut lease show: exit %d %s", code, errb)
 	}
-	var in service.Info
+	var in vaultapi.Info
 	if err := canon.Unmarshal(bytes.TrimSpace(out), &in, canon.Options{}); err != nil {
 		t.Fatalf("show output: %v", err)
 	}
@@ -270,7 +270,7 @@ func TestKeysAndErasure(t *testing.T) {
 		t.Fatalf("revoke: exit %d %s", code, errb)
 	}
 	code, out, _ := d.cut("vault", "prove-erasure", bk, a.Lease.ID, "--live", b.Lease.ID, "--json")
-	var rep service.Report
+	var rep vaultapi.Report
 	if err := canon.Unmarshal(bytes.TrimSpace(out), &rep, canon.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -306,10 +306,10 @@ func TestKeysAndErasure(t *testing.T) {
 	d.Start()
 	c = d.client()
 	_, err = c.Claim(bg, b.Lease.ID, claimReq("sha256:"+randHex(32)))
-	if service.CodeOf(err) != receipts.LeaseUnrecoverable {
+	if vaultapi.CodeOf(err) != receipts.LeaseUnrecoverable {
 		t.Errorf("K5: claim after key loss: %v", err)
 	}
-	if in := showLease(t, d, b.Lease.ID); in.Key != service.KeyMissing || in.Lease.State != lease.Active {
+	if in := showLease(t, d, b.Lease.ID); in.Key != vaultapi.KeyMissing || in.Lease.State != lease.Active {
 		t.Errorf("K5: show: %v key %v", in.Lease.State, in.Key)
 	}
 	checkNoCanary(t, d, vals)
@@ -341,7 +341,7 @@ func TestK3CapturedKeyStore(t *testing.T) {
 	}
 	d.Start()
 	_, err = d.client().Claim(bg, res.Lease.ID, claimReq("sha256:"+randHex(32)))
-	if service.CodeOf(err) != receipts.LeaseUnrecoverable {
+	if vaultapi.CodeOf(err) != receipts.LeaseUnrecoverable {
 		t.Errorf("captured wrap under the current key: %v, want LEASE_UNRECOVERABLE", err)
 	}
 }
@@ -435,8 +435,8 @@ func checkOneEpoch(t *testing.T, d *daemon, epoch uint64, wraps int) {
 // persisted, the interrupted one either absent or complete, and no
 // terminal lease with a wrapped key.
 func TestTransitionCrashPoints(t *testing.T) {
-	type step func(t *testing.T, c *api.Client, res *service.CreateResult, ret string) error
-	grantStep := func(t *testing.T, c *api.Client, res *service.CreateResult, _ string) error {
+	type step func(t *testing.T, c *client.Client, res *vaultapi.CreateResult, ret string) error
+	grantStep := func(t *testing.T, c *client.Client, res *vaultapi.CreateResult, _ string) error {
 		ps, _ := canaryPairs("tx", 2)
 		sealed, err := c.Seal(bg, ps)
 		if err != nil {
@@ -445,19 +445,19 @@ func TestTransitionCrashPoints(t *testing.T) {
 		*res, err = c.CreateLease(bg, createReq(sealed, time.Hour))
 		return err
 	}
-	bindStep := func(t *testing.T, c *api.Client, res *service.CreateResult, _ string) error {
+	bindStep := func(t *testing.T, c *client.Client, res *vaultapi.CreateResult, _ string) error {
 		ex := exportOf(res.Tokens)
 		return c.Bind(bg, res.Lease.ID, "evt:seal", "hmac-sha256:"+randHex(32), receipts.SHA256(ex), ex)
 	}
-	claimStep := func(t *testing.T, c *api.Client, res *service.CreateResult, ret string) error {
+	claimStep := func(t *testing.T, c *client.Client, res *vaultapi.CreateResult, ret string) error {
 		_, err := c.Claim(bg, res.Lease.ID, claimReq(ret))
 		return err
 	}
-	consumeStep := func(t *testing.T, c *api.Client, res *service.CreateResult, ret string) error {
+	consumeStep := func(t *testing.T, c *client.Client, res *vaultapi.CreateResult, ret string) error {
 		_, err := c.Consume(bg, res.Lease.ID, claimReq(ret))
 		return err
 	}
-	revokeStep := func(t *testing.T, c *api.Client, res *service.CreateResult, _ string) error {
+	revokeStep := func(t *testing.T, c *client.Client, res *vaultapi.CreateResult, _ string) error {
 		_, err := c.Revoke(bg, res.Lease.ID)
 		return err
 	}
@@ -465,16 +465,16 @@ func TestTransitionCrashPoints(t *testing.T) {
 		point string
 		steps []step // the last one crashes
 		state lease.State
-		key   service.KeyState
+		key   vaultapi.KeyState
 	}{
 		{crash.GrantWrapped, []step{grantStep}, 0, ""},
-		{crash.GrantCommitted, []step{grantStep}, lease.Active, service.KeyPresent},
-		{crash.BindCommitted, []step{grantStep, bindStep}, lease.Active, service.KeyPresent},
-		{crash.ClaimCommitted, []step{grantStep, bindStep, claimStep}, lease.Claimed, service.KeyPresent},
-		{crash.ConsumeCommitted, []step{grantStep, bindStep, claimStep, consumeStep}, lease.Consumed, service.KeyDestroyed},
-		{crash.ConsumeKeyDestroyed, []step{grantStep, bindStep, claimStep, consumeStep}, lease.Consumed, service.KeyDestroyed},
-		{crash.RevokeCommitted, []step{grantStep, bindStep, revokeStep}, lease.Revoked, service.KeyDestroyed},
-		{crash.RevokeKeyDestroyed, []step{grantStep, revokeStep}, lease.Revoked, service.KeyDestroyed},
+		{crash.GrantCommitted, []step{grantStep}, lease.Active, vaultapi.KeyPresent},
+		{crash.BindCommitted, []step{grantStep, bindStep}, lease.Active, vaultapi.KeyPresent},
+		{crash.ClaimCommitted, []step{grantStep, bindStep, claimStep}, lease.Claimed, vaultapi.KeyPresent},
+		{crash.ConsumeCommitted, []step{grantStep, bindStep, claimStep, consumeStep}, lease.Consumed, vaultapi.KeyDestroyed},
+		{crash.ConsumeKeyDestroyed, []step{grantStep, bindStep, claimStep, consumeStep}, lease.Consumed, vaultapi.KeyDestroyed},
+		{crash.RevokeCommitted, []step{grantStep, bindStep, revokeStep}, lease.Revoked, vaultapi.KeyDestroyed},
+		{crash.RevokeKeyDestroyed, []step{grantStep, revokeStep}, lease.Revoked, vaultapi.KeyDestroyed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.point, func(t *testing.T) {
@@ -483,7 +483,7 @@ func TestTransitionCrashPoints(t *testing.T) {
 			d.Env = []string{"VAULTD_CRASHPOINT=" + tc.point + ":1"}
 			d.Start()
 			c := d.client()
-			var res service.CreateResult
+			var res vaultapi.CreateResult
 			ret := "sha256:" + randHex(32)
 			for i, s := range tc.steps {
 				err := s(t, c, &res, ret)
@@ -505,10 +505,10 @@ func TestTransitionCrashPoints(t *testing.T) {
 				t.Fatalf("%d leases after restart, want 1", len(leases))
 			}
 			in := leases[0]
-			if in.Lease.State != tc.state || in.Key != tc.key || in.Lease.KeyDestroyed != (tc.key == service.KeyDestroyed) {
+			if in.Lease.State != tc.state || in.Key != tc.key || in.Lease.KeyDestroyed != (tc.key == vaultapi.KeyDestroyed) {
 				t.Errorf("after restart: %v key %v (recorded destroyed %v), want %v %v", in.Lease.State, in.Key, in.Lease.KeyDestroyed, tc.state, tc.key)
 			}
-			if tc.key == service.KeyDestroyed {
+			if tc.key == vaultapi.KeyDestroyed {
 				if _, err := os.Stat(wrapPath(d, in.Lease.ID)); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("terminal lease still has a wrapped key")
 				}

@@ -27,9 +27,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/privacycut/privacycut/vault/api"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/server"
 	"github.com/privacycut/privacycut/vault/service"
 	"google.golang.org/grpc/grpclog"
 )
@@ -119,13 +119,13 @@ func run(args []string, stderr io.Writer) int {
 	log.Info("vaultd: profile", "profile", p.Profile, "reasons", p.Reasons, "arena_kind", p.Arena.Kind,
 		"arena_bytes", p.Arena.Bytes, "dumpable", p.Dumpable, "core_limit", p.CoreLimit)
 
-	l, err := api.Listen(*socket)
+	l, err := server.Listen(*socket)
 	if err != nil {
 		log.Error("vaultd: cannot listen", "error", err.Error())
 		v.Close()
 		return 1
 	}
-	srv := api.NewServer(v, api.ServerOptions{AllowUIDs: allow, Logger: log})
+	srv := server.New(v, server.Options{AllowUIDs: allow, Logger: log})
 	ctx, stop := signal.NotifyContext(quit, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	done := make(chan error, 1)

@@ -18,7 +18,7 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/seal"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
 	"golang.org/x/sys/unix"
 )
@@ -167,13 +167,13 @@ func TestP4MemlockBelowArena(t *testing.T) {
 	c := d.client()
 	// No sealing key without an arena; a request sealed to any key is
 	// refused by the profile gate first.
-	if _, err := c.Seal(bg, []seal.Pair{{Category: "module", Value: []byte("x")}}); service.CodeOf(err) != receipts.VaultProfileNotProven {
+	if _, err := c.Seal(bg, []seal.Pair{{Category: "module", Value: []byte("x")}}); vaultapi.CodeOf(err) != receipts.VaultProfileNotProven {
 		t.Errorf("Seal against a vault without an arena: %v", err)
 	}
 	var key [32]byte
 	key[0] = 9
 	sealed, _ := seal.Seal(key, []seal.Pair{{Category: "module", Value: []byte("x")}})
-	if _, err := c.CreateLease(bg, createReq(sealed, 0)); service.CodeOf(err) != receipts.VaultProfileNotProven {
+	if _, err := c.CreateLease(bg, createReq(sealed, 0)); vaultapi.CodeOf(err) != receipts.VaultProfileNotProven {
 		t.Errorf("CreateLease: %v", err)
 	}
 	code, out, _ = d.cut("vault", "rotate", "--json")
@@ -285,7 +285,7 @@ func TestP7ExhaustionAndMemoryScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateLease(bg, createReq(sealed, 0)); service.CodeOf(err) != receipts.LimitExceeded {
+	if _, err := c.CreateLease(bg, createReq(sealed, 0)); vaultapi.CodeOf(err) != receipts.LimitExceeded {
 		t.Fatalf("grant past the arena: %v, want LIMIT_EXCEEDED", err)
 	}
 	hits, scanned, _ := scanMemory(t, d.Pid(), bigVals)

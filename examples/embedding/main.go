@@ -17,7 +17,7 @@ import (
 
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/embedded"
 )
 
@@ -97,7 +97,7 @@ func run(vocabPath, projPath, schemaPath, model string) error {
 		return err
 	}
 	defer v.Close()
-	vc, err := api.Dial(v.Socket())
+	vc, err := client.Dial(v.Socket())
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,21 @@ var policy = map[string][]string{
 	"internal/bigbuf":  {},
 	"importer":         {"grammar", "receipts", "canon"},
 	"osvvocab":         {"grammar", "receipts", "canon"},
+
+	// The vault's light half (the call types and errors, the gRPC glue
+	// both ends share, the client) links neither the service nor the store
+	// (nor Badger: TestVaultClientIsLight); the error core links nothing
+	// of the vault.
+	"vault/internal/verr": {"receipts", "canon"},
+	"vault/vaultapi":      vaultLight,
+	"vault/internal/rpc":  append([]string{"vault/vaultapi", "vault/internal/vaultpb"}, vaultLight...),
+	"vault/client":        append([]string{"vault/vaultapi", "vault/internal/vaultpb", "vault/internal/rpc"}, vaultLight...),
 }
+
+// vaultLight is what the vault's light packages may link: the error core,
+// the hardening profile, sealing, the arena sealing opens into, and the
+// lease and evidence types.
+var vaultLight = []string{"vault/internal/verr", "vault/harden", "vault/seal", "vault/arena", "lease", "receipts", "canon"}
 
 // TestImportPolicy fails when a package depends on a project package the
 // policy does not allow — above all, when the verifier depends on the
@@ -108,6 +122,51 @@ func TestImportPolicyOfTests(t *testing.T) {
 			t.Errorf("go list -test found no test binary under %s", rule)
 		}
 	}
+}
+
+// heavy are the modules a light vault package must not link.
+var heavy = []string{"github.com/dgraph-io/badger", "github.com/dgraph-io/ristretto"}
+
+// TestVaultClientIsLight: go list -deps of the vault client, the call
+// types and the shared gRPC glue holds no Badger and neither the service
+// nor the store, and the call types hold no gRPC either.
+func TestVaultClientIsLight(t *testing.T) {
+	vault := []string{module + "/vault/service", module + "/vault/store", module + "/vault/keys"}
+	for pkg, banned := range map[string][]string{
+		"vault/client":       append(append([]string{}, vault...), heavy...),
+		"vault/internal/rpc": append(append([]string{}, vault...), heavy...),
+		"vault/vaultapi":     append(append([]string{"google.golang.org/grpc"}, vault...), heavy...),
+	} {
+		ps := listDeps(t, module+"/"+pkg)
+		if len(ps) == 0 || ps[len(ps)-1].ImportPath != module+"/"+pkg {
+			t.Fatalf("go list -deps %s did not list the package itself last", pkg)
+		}
+		for _, p := range ps {
+			if b, ok := bannedIn(p.ImportPath, banned); ok {
+				t.Errorf("%s links %s (banned: %s)", pkg, p.ImportPath, b)
+			}
+		}
+	}
+	// The positive control: the service does link Badger and the store.
+	var badger, store bool
+	for _, p := range listDeps(t, module+"/vault/service") {
+		_, b := bannedIn(p.ImportPath, heavy)
+		badger = badger || b
+		store = store || p.ImportPath == module+"/vault/store"
+	}
+	if !badger || !store {
+		t.Fatalf("go list -deps of the service shows Badger %v, the store %v: the check sees nothing", badger, store)
+	}
+}
+
+// bannedIn reports the entry of banned that path is, or lies under.
+func bannedIn(path string, banned []string) (string, bool) {
+	for _, b := range banned {
+		if path == b || strings.HasPrefix(path, b+"/") {
+			return b, true
+		}
+	}
+	return "", false
 }
 
 // pkgDeps is one package of go list -deps: its path and its dependencies.

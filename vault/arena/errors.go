@@ -3,9 +3,9 @@ package arena
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/internal/verr"
 )
 
 // Sentinel errors. Every error returned by this package is an *Error that wraps
@@ -52,51 +52,28 @@ var (
 	ErrEncode = errors.New("secret material refuses encoding")
 )
 
-// Error is the one error type of the package. It names the operation, a length
-// or offset where one applies, and a refusal code where one applies. It never
-// carries secret bytes: only sizes and positions.
+// Error is the one error type of the package: the shared core (refusal
+// code where one applies: LIMIT_EXCEEDED, VAULT_PROFILE_NOT_PROVEN, or
+// empty for misuse; the operation: "new", "alloc", "open", "fill",
+// "reveal", "equal", "zero", "close", "encode"; one of the sentinels
+// above; the system error behind it, a unix.Errno) and a length or offset
+// where one applies. It never carries secret bytes: only sizes and
+// positions.
 type Error struct {
-	Code receipts.Code // LIMIT_EXCEEDED, VAULT_PROFILE_NOT_PROVEN, or empty for misuse
-	Op   string        // "new", "alloc", "open", "fill", "reveal", "equal", "zero", "close", "encode"
-	Off  int           // byte offset in the arena, -1 when none applies
-	Len  int           // requested length in bytes, -1 when none applies
-	Err  error         // one of the sentinels above
-	Sys  error         // the system error behind it, if any (a unix.Errno)
+	verr.Core
+	Off int // byte offset in the arena, -1 when none applies
+	Len int // requested length in bytes, -1 when none applies
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("arena: ")
-	b.WriteString(e.Op)
+	at := ""
 	if e.Off >= 0 {
-		b.WriteString(" at offset ")
-		b.WriteString(strconv.Itoa(e.Off))
+		at += " at offset " + strconv.Itoa(e.Off)
 	}
 	if e.Len >= 0 {
-		b.WriteString(" of ")
-		b.WriteString(strconv.Itoa(e.Len))
-		b.WriteString(" bytes")
+		at += " of " + strconv.Itoa(e.Len) + " bytes"
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Err.Error())
-	if e.Sys != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Sys.Error())
-	}
-	if e.Code != "" {
-		b.WriteString(" (")
-		b.WriteString(string(e.Code))
-		b.WriteString(")")
-	}
-	return b.String()
-}
-
-// Unwrap returns the sentinel and, if present, the system error.
-func (e *Error) Unwrap() []error {
-	if e.Sys != nil {
-		return []error{e.Err, e.Sys}
-	}
-	return []error{e.Err}
+	return e.Text("arena", at, "")
 }
 
 // codeOf is the refusal code a sentinel carries.
@@ -111,5 +88,5 @@ func codeOf(sentinel error) receipts.Code {
 }
 
 func newError(op string, off, n int, sentinel, sys error) *Error {
-	return &Error{Code: codeOf(sentinel), Op: op, Off: off, Len: n, Err: sentinel, Sys: sys}
+	return &Error{Core: verr.Core{Code: codeOf(sentinel), Op: op, Err: sentinel, Sys: sys}, Off: off, Len: n}
 }

@@ -22,15 +22,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/privacycut/privacycut/vault/api"
 	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/server"
 	"github.com/privacycut/privacycut/vault/service"
 )
 
 // Vault is a running embedded vault.
 type Vault struct {
 	v      *service.Vault
-	srv    *api.Server
+	srv    *server.Server
 	socket string
 }
 
@@ -67,9 +67,9 @@ func Open(dir string, opt Options) (*Vault, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded vault: %w", err)
 	}
-	srv := api.NewServer(v, api.ServerOptions{})
+	srv := server.New(v, server.Options{})
 	sock := filepath.Join(dir, "run", "vault.sock")
-	ln, err := api.Listen(sock)
+	ln, err := server.Listen(sock)
 	if err != nil {
 		v.Close()
 		return nil, fmt.Errorf("embedded vault: %w", err)

@@ -1,5 +1,5 @@
 // Package harden applies vaultd's process hardening and proves
-// VaultProfile@1 (SPEC §9, §12) by reading kernel state.
+// VaultProfile@1 by reading kernel state.
 //
 // Apply sets RLIMIT_CORE to {0, 0} and then, last, PR_SET_DUMPABLE to 0, and
 // re-reads both. Prove gathers what the kernel says about the process and an

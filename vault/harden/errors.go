@@ -3,9 +3,9 @@ package harden
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/internal/verr"
 )
 
 // Sentinel errors, wrapped by every *Error.
@@ -21,56 +21,29 @@ var (
 	ErrParse = errors.New("unexpected /proc format")
 )
 
-// Error is the package's error type. Step names the hardening item or the
-// /proc file, Line the 1-based line of a parse failure (0 when none). It never
-// quotes file content.
+// Error is the package's error type: the shared core (code
+// VAULT_PROFILE_NOT_PROVEN; Op names the hardening item or the /proc file:
+// "core_limit", "dumpable", "smaps", "limits", …; a sentinel; the system
+// error behind it), the 1-based line of a parse failure (0 when none) and a
+// fixed description. It never quotes file content.
 type Error struct {
-	Code receipts.Code // VAULT_PROFILE_NOT_PROVEN
-	Step string        // "core_limit", "dumpable", "smaps", "limits", …
+	verr.Core
 	Line int
 	Msg  string // a fixed description, never input bytes
-	Err  error  // a sentinel
-	Sys  error  // the system error behind it, if any
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("harden: ")
-	b.WriteString(e.Step)
+	at := ""
 	if e.Line > 0 {
-		b.WriteString(":")
-		b.WriteString(strconv.Itoa(e.Line))
+		at = ":" + strconv.Itoa(e.Line)
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Err.Error())
-	if e.Msg != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Msg)
-	}
-	if e.Sys != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Sys.Error())
-	}
-	if e.Code != "" {
-		b.WriteString(" (")
-		b.WriteString(string(e.Code))
-		b.WriteString(")")
-	}
-	return b.String()
-}
-
-// Unwrap returns the sentinel and, if present, the system error.
-func (e *Error) Unwrap() []error {
-	if e.Sys != nil {
-		return []error{e.Err, e.Sys}
-	}
-	return []error{e.Err}
+	return e.Text("harden", at, e.Msg)
 }
 
 func parseError(file string, line int, msg string) *Error {
-	return &Error{Code: receipts.VaultProfileNotProven, Step: file, Line: line, Msg: msg, Err: ErrParse}
+	return &Error{Core: verr.Core{Code: receipts.VaultProfileNotProven, Op: file, Err: ErrParse}, Line: line, Msg: msg}
 }
 
 func applyError(step, msg string, sys error) *Error {
-	return &Error{Code: receipts.VaultProfileNotProven, Step: step, Msg: msg, Err: ErrNotApplied, Sys: sys}
+	return &Error{Core: verr.Core{Code: receipts.VaultProfileNotProven, Op: step, Err: ErrNotApplied, Sys: sys}, Msg: msg}
 }

@@ -46,7 +46,7 @@ type ArenaState struct {
 	Locked bool   `json:"locked"` // smaps shows lo on every arena page
 }
 
-// Profile is VaultProfile@1 (SPEC §12): what `cut vault status --json`
+// Profile is VaultProfile@1: what `cut vault status --json`
 // prints. It holds no secret.
 type Profile struct {
 	Schema    string     `json:"schema"`     // "VaultProfile@1"

@@ -70,8 +70,8 @@ func TestParseSmapsErrors(t *testing.T) {
 			if !errors.As(err, &e) || !errors.Is(err, ErrParse) {
 				t.Fatalf("parseSmaps = %v, want *Error wrapping ErrParse", err)
 			}
-			if e.Line != tt.line || e.Step != "smaps" || e.Code != receipts.VaultProfileNotProven {
-				t.Errorf("error at %s:%d code %q, want smaps:%d %s", e.Step, e.Line, e.Code, tt.line, receipts.VaultProfileNotProven)
+			if e.Line != tt.line || e.Op != "smaps" || e.Code != receipts.VaultProfileNotProven {
+				t.Errorf("error at %s:%d code %q, want smaps:%d %s", e.Op, e.Line, e.Code, tt.line, receipts.VaultProfileNotProven)
 			}
 			if strings.Contains(err.Error(), tt.secret) {
 				t.Errorf("error %q quotes the input", err)
@@ -183,7 +183,7 @@ func FuzzParseSmaps(f *testing.F) {
 func checkParseError(t *testing.T, err error, file string, msgs ...string) {
 	t.Helper()
 	var e *Error
-	if !errors.As(err, &e) || e.Err != ErrParse || e.Code != receipts.VaultProfileNotProven || e.Step != file || e.Sys != nil || e.Line < 0 {
+	if !errors.As(err, &e) || e.Err != ErrParse || e.Code != receipts.VaultProfileNotProven || e.Op != file || e.Sys != nil || e.Line < 0 {
 		t.Fatalf("error %#v is not a parse *Error of %s", err, file)
 	}
 	if !slices.Contains(msgs, e.Msg) && e.Msg != "read: "+bufio.ErrTooLong.Error() {

@@ -179,7 +179,7 @@ func TestTracebackOK(t *testing.T) {
 	}
 }
 
-// TestProfileJSON pins VaultProfile@1's encoding (SPEC §12) with a golden
+// TestProfileJSON pins VaultProfile@1's encoding with a golden
 // file: exact key names, reasons as [] when accepted, items in order.
 func TestProfileJSON(t *testing.T) {
 	for _, c := range []struct {

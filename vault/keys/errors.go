@@ -3,9 +3,9 @@ package keys
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/internal/verr"
 )
 
 // Sentinel errors. Every error the package returns is an *Error wrapping
@@ -39,56 +39,27 @@ var (
 	ErrIO = errors.New("key file i/o failed")
 )
 
-// Error is the package's error type. It names the operation and, where one
-// applies, the epoch; it never carries key bytes. Sys may be an *os.PathError
-// naming a file of the key directory (lease ids and epochs are public).
+// Error is the package's error type: the shared core (refusal code
+// LEASE_UNRECOVERABLE, VAULT_PROFILE_NOT_PROVEN or empty; the operation:
+// "open", "wrap", "unwrap", "destroy", "rotate", "recover"; a sentinel; the
+// system error behind it) and, where one applies, the epoch. It never
+// carries key bytes. Sys may be an *os.PathError naming a file of the key
+// directory (lease ids and epochs are public).
 type Error struct {
-	Code  receipts.Code // LEASE_UNRECOVERABLE, VAULT_PROFILE_NOT_PROVEN, or empty
-	Op    string        // "open", "wrap", "unwrap", "destroy", "rotate", "recover"
-	Epoch uint64        // 0 when none applies
-	Err   error         // a sentinel
-	Sys   error         // the system error behind it, if any
+	verr.Core
+	Epoch uint64 // 0 when none applies
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("keys: ")
-	b.WriteString(e.Op)
+	at := ""
 	if e.Epoch != 0 {
-		b.WriteString(" (epoch ")
-		b.WriteString(strconv.FormatUint(e.Epoch, 10))
-		b.WriteString(")")
+		at = " (epoch " + strconv.FormatUint(e.Epoch, 10) + ")"
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Err.Error())
-	if e.Sys != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Sys.Error())
-	}
-	if e.Code != "" {
-		b.WriteString(" (")
-		b.WriteString(string(e.Code))
-		b.WriteString(")")
-	}
-	return b.String()
-}
-
-// Unwrap returns the sentinel and, if present, the system error.
-func (e *Error) Unwrap() []error {
-	if e.Sys != nil {
-		return []error{e.Err, e.Sys}
-	}
-	return []error{e.Err}
+	return e.Text("keys", at, "")
 }
 
 // CodeOf returns the refusal code of an *Error in err's chain, or "".
-func CodeOf(err error) receipts.Code {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return ""
-}
+func CodeOf(err error) receipts.Code { return verr.CodeOf[*Error](err) }
 
 func newError(op string, epoch uint64, sentinel, sys error) *Error {
 	var code receipts.Code
@@ -96,5 +67,11 @@ func newError(op string, epoch uint64, sentinel, sys error) *Error {
 	case ErrNoKey, ErrCorrupt:
 		code = receipts.LeaseUnrecoverable
 	}
-	return &Error{Code: code, Op: op, Epoch: epoch, Err: sentinel, Sys: sys}
+	return &Error{Core: verr.Core{Code: code, Op: op, Err: sentinel, Sys: sys}, Epoch: epoch}
+}
+
+// noArena is ErrUnavailable for want of an arena to hold the epoch key:
+// code VAULT_PROFILE_NOT_PROVEN.
+func noArena(op string, epoch uint64) *Error {
+	return &Error{Core: verr.Core{Code: receipts.VaultProfileNotProven, Op: op, Err: ErrUnavailable}, Epoch: epoch}
 }

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/arena"
 	"github.com/privacycut/privacycut/vault/crash"
+	"github.com/privacycut/privacycut/vault/internal/verr"
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/sys/unix"
 )
@@ -197,7 +197,7 @@ func (d *Dir) recover(firstEpoch uint64) error {
 		if d.a == nil {
 			// No arena to create a key in: leave the directory empty; a
 			// boot with an arena creates the first epoch.
-			d.kekErr = &Error{Code: receipts.VaultProfileNotProven, Op: "open", Err: ErrUnavailable}
+			d.kekErr = noArena("open", 0)
 			return nil
 		}
 		c = max(firstEpoch, 1)
@@ -261,7 +261,7 @@ func (d *Dir) recover(firstEpoch uint64) error {
 // loadKEK reads the current epoch key straight into the arena.
 func (d *Dir) loadKEK() {
 	if d.a == nil {
-		d.kekErr = &Error{Code: receipts.VaultProfileNotProven, Op: "open", Epoch: d.epoch, Err: ErrUnavailable}
+		d.kekErr = noArena("open", d.epoch)
 		return
 	}
 	if d.epoch == 0 {
@@ -333,7 +333,7 @@ func (d *Dir) writeKey(e uint64, s *arena.Secret) error {
 // NewKey returns KeySize fresh random bytes in the arena: a data key.
 func (d *Dir) NewKey() (*arena.Secret, error) {
 	if d.a == nil {
-		return nil, &Error{Code: receipts.VaultProfileNotProven, Op: "new-key", Err: ErrUnavailable}
+		return nil, noArena("new-key", 0)
 	}
 	s, err := d.a.Alloc(KeySize)
 	if err != nil {
@@ -479,7 +479,7 @@ func (d *Dir) Rotate() (Rotation, error) {
 		return Rotation{}, newError(op, 0, ErrUnavailable, nil)
 	}
 	if d.a == nil || d.epoch == 0 {
-		return Rotation{}, &Error{Code: receipts.VaultProfileNotProven, Op: op, Err: ErrUnavailable}
+		return Rotation{}, noArena(op, 0)
 	}
 	from := d.epoch
 	to := from + 1
@@ -644,7 +644,7 @@ func (d *Dir) usable(op string) error {
 	}
 	var e *Error
 	if errors.As(d.kekErr, &e) {
-		return &Error{Code: e.Code, Op: op, Epoch: d.epoch, Err: e.Err}
+		return &Error{Core: verr.Core{Code: e.Code, Op: op, Err: e.Err}, Epoch: d.epoch}
 	}
 	return newError(op, d.epoch, ErrUnavailable, nil)
 }

@@ -78,15 +78,15 @@ func pieceNonce(i uint64) []byte {
 func outputAEAD(op string, priv []byte, peer, vaultEph, client [KeySize]byte) (cipher.AEAD, error) {
 	sk, err := ecdh.X25519().NewPrivateKey(priv)
 	if err != nil {
-		return nil, &Error{Op: op, Index: -1, Err: err}
+		return nil, newError("", op, -1, err)
 	}
 	pk, err := ecdh.X25519().NewPublicKey(peer[:])
 	if err != nil {
-		return nil, &Error{Op: op, Index: -1, Err: ErrKey}
+		return nil, newError("", op, -1, ErrKey)
 	}
 	shared, err := sk.ECDH(pk) // fails for a low-order point
 	if err != nil {
-		return nil, &Error{Op: op, Index: -1, Err: ErrKey}
+		return nil, newError("", op, -1, ErrKey)
 	}
 	defer clear(shared)
 	info := make([]byte, 0, len(outputInfoPrefix)+2*KeySize)
@@ -96,11 +96,11 @@ func outputAEAD(op string, priv []byte, peer, vaultEph, client [KeySize]byte) (c
 	key := make([]byte, chacha20poly1305.KeySize)
 	defer clear(key)
 	if _, err := io.ReadFull(hkdf.New(sha256.New, shared, nil, info), key); err != nil {
-		return nil, &Error{Op: op, Index: -1, Err: err}
+		return nil, newError("", op, -1, err)
 	}
 	aead, err := chacha20poly1305.New(key)
 	if err != nil {
-		return nil, &Error{Op: op, Index: -1, Err: err}
+		return nil, newError("", op, -1, err)
 	}
 	return aead, nil
 }
@@ -137,11 +137,11 @@ type OutputSealer struct {
 func NewOutputSealer(recipient [KeySize]byte, b OutputBinding) (*OutputSealer, error) {
 	const op = "seal-output"
 	if !b.check() {
-		return nil, &Error{Code: receipts.LimitExceeded, Op: op, Index: -1, Err: ErrLimit}
+		return nil, newError(receipts.LimitExceeded, op, -1, ErrLimit)
 	}
 	priv, eph, err := newScalar()
 	if err != nil {
-		return nil, &Error{Op: op, Index: -1, Err: err}
+		return nil, newError("", op, -1, err)
 	}
 	aead, err := outputAEAD(op, priv, recipient, eph, recipient)
 	clear(priv)
@@ -163,7 +163,7 @@ const Overhead = chacha20poly1305.Overhead
 // plaintext piece once and never copies it elsewhere; the caller clears it.
 func (s *OutputSealer) Seal(dst, piece []byte, last bool) ([]byte, error) {
 	if s.done {
-		return nil, &Error{Op: "seal-output", Index: -1, Err: ErrOrder}
+		return nil, newError("", "seal-output", -1, ErrOrder)
 	}
 	i := s.next
 	s.next++
@@ -182,7 +182,7 @@ type OutputKey struct {
 func NewOutputKey() (*OutputKey, error) {
 	priv, pub, err := newScalar()
 	if err != nil {
-		return nil, &Error{Op: "output-key", Index: -1, Err: err}
+		return nil, newError("", "output-key", -1, err)
 	}
 	return &OutputKey{priv: priv, pub: pub}, nil
 }
@@ -203,10 +203,10 @@ func (k *OutputKey) Opener(vaultEph [KeySize]byte, b OutputBinding) (*OutputOpen
 	const op = "open-output"
 	defer k.Wipe()
 	if k.priv == nil {
-		return nil, &Error{Op: op, Index: -1, Err: ErrKey}
+		return nil, newError("", op, -1, ErrKey)
 	}
 	if !b.check() {
-		return nil, &Error{Code: receipts.LimitExceeded, Op: op, Index: -1, Err: ErrLimit}
+		return nil, newError(receipts.LimitExceeded, op, -1, ErrLimit)
 	}
 	aead, err := outputAEAD(op, k.priv, vaultEph, vaultEph, k.pub)
 	if err != nil {
@@ -233,13 +233,13 @@ type OutputOpener struct {
 func (o *OutputOpener) Open(dst, sealed []byte, last bool) ([]byte, error) {
 	const op = "open-output"
 	if o.done || o.broken {
-		return dst, &Error{Op: op, Index: -1, Err: ErrOrder}
+		return dst, newError("", op, -1, ErrOrder)
 	}
 	i := o.next
 	out, err := o.aead.Open(dst, pieceNonce(i), sealed, pieceAAD(o.base, i, last))
 	if err != nil {
 		o.broken = true // one failure ends the output
-		return dst, &Error{Code: receipts.MalformedRecord, Op: op, Index: -1, Err: ErrAuth}
+		return dst, newError(receipts.MalformedRecord, op, -1, ErrAuth)
 	}
 	o.next++
 	o.done = last

@@ -12,6 +12,7 @@ import (
 
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/arena"
+	"github.com/privacycut/privacycut/vault/internal/verr"
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/hkdf"
 )
@@ -69,28 +70,25 @@ func (r *Request) Category(i int) string {
 	return r.Categories[r.Index[i]]
 }
 
-// Error is the package's error type: an operation, the index of the value
-// at fault (-1 when none) and a sentinel. It never carries value bytes.
+// Error is the package's error type: the shared core (an operation, a
+// sentinel, a refusal code where one applies) and the index of the value at
+// fault (-1 when none). It never carries value bytes.
 type Error struct {
-	Code  receipts.Code
-	Op    string
+	verr.Core
 	Index int
-	Err   error
 }
 
 func (e *Error) Error() string {
-	s := "seal: " + e.Op
+	at := ""
 	if e.Index >= 0 {
-		s += " value " + strconv.Itoa(e.Index)
+		at = " value " + strconv.Itoa(e.Index)
 	}
-	s += ": " + e.Err.Error()
-	if e.Code != "" {
-		s += " (" + string(e.Code) + ")"
-	}
-	return s
+	return e.Text("seal", at, "")
 }
 
-func (e *Error) Unwrap() error { return e.Err }
+func newError(code receipts.Code, op string, index int, sentinel error) *Error {
+	return &Error{Core: verr.Core{Code: code, Op: op, Err: sentinel}, Index: index}
+}
 
 // Sentinels.
 var (
@@ -119,21 +117,21 @@ var (
 func Seal(recipient [KeySize]byte, pairs []Pair) (Request, error) {
 	const op = "seal"
 	if len(pairs) > MaxValues {
-		return Request{}, &Error{Code: receipts.LimitExceeded, Op: op, Index: -1, Err: ErrLimit}
+		return Request{}, newError(receipts.LimitExceeded, op, -1, ErrLimit)
 	}
 	req := Request{Recipient: recipient, Index: make([]byte, len(pairs)), Lengths: make([]uint32, len(pairs))}
 	size := 0
 	for i, p := range pairs {
 		if len(p.Value) > MaxValueLen || len(p.Category) == 0 || len(p.Category) > MaxCategoryLen {
-			return Request{}, &Error{Code: receipts.LimitExceeded, Op: op, Index: i, Err: ErrLimit}
+			return Request{}, newError(receipts.LimitExceeded, op, i, ErrLimit)
 		}
 		if len(p.Value) == 0 {
-			return Request{}, &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrEmpty}
+			return Request{}, newError(receipts.MalformedRecord, op, i, ErrEmpty)
 		}
 		ci := slices.Index(req.Categories, p.Category)
 		if ci < 0 {
 			if len(req.Categories) == MaxCategories {
-				return Request{}, &Error{Code: receipts.LimitExceeded, Op: op, Index: i, Err: ErrLimit}
+				return Request{}, newError(receipts.LimitExceeded, op, i, ErrLimit)
 			}
 			ci = len(req.Categories)
 			req.Categories = append(req.Categories, p.Category)
@@ -144,26 +142,26 @@ func Seal(recipient [KeySize]byte, pairs []Pair) (Request, error) {
 	curve := ecdh.X25519()
 	eph, err := curve.GenerateKey(rand.Reader)
 	if err != nil {
-		return Request{}, &Error{Op: op, Index: -1, Err: err}
+		return Request{}, newError("", op, -1, err)
 	}
 	pub, err := curve.NewPublicKey(recipient[:])
 	if err != nil {
-		return Request{}, &Error{Op: op, Index: -1, Err: ErrKey}
+		return Request{}, newError("", op, -1, ErrKey)
 	}
 	shared, err := eph.ECDH(pub)
 	if err != nil {
-		return Request{}, &Error{Op: op, Index: -1, Err: ErrKey}
+		return Request{}, newError("", op, -1, ErrKey)
 	}
 	req.Ephemeral = [KeySize]byte(eph.PublicKey().Bytes())
 	key := make([]byte, chacha20poly1305.KeySize)
 	if _, err := io.ReadFull(hkdf.New(sha256.New, shared, nil, info(req.Ephemeral, recipient)), key); err != nil {
-		return Request{}, &Error{Op: op, Index: -1, Err: err}
+		return Request{}, newError("", op, -1, err)
 	}
 	clear(shared)
 	aead, err := chacha20poly1305.New(key)
 	clear(key)
 	if err != nil {
-		return Request{}, &Error{Op: op, Index: -1, Err: err}
+		return Request{}, newError("", op, -1, err)
 	}
 	plain := make([]byte, 0, size)
 	for _, p := range pairs {
@@ -214,14 +212,14 @@ func AAD(r *Request) []byte {
 func (r *Request) check(overhead int) error {
 	const op = "open"
 	if len(r.Index) > MaxValues || len(r.Categories) > MaxCategories {
-		return &Error{Code: receipts.LimitExceeded, Op: op, Index: -1, Err: ErrLimit}
+		return newError(receipts.LimitExceeded, op, -1, ErrLimit)
 	}
 	if len(r.Lengths) != len(r.Index) {
-		return &Error{Code: receipts.MalformedRecord, Op: op, Index: -1, Err: ErrLimit}
+		return newError(receipts.MalformedRecord, op, -1, ErrLimit)
 	}
 	for _, c := range r.Categories {
 		if len(c) == 0 || len(c) > MaxCategoryLen {
-			return &Error{Code: receipts.LimitExceeded, Op: op, Index: -1, Err: ErrLimit}
+			return newError(receipts.LimitExceeded, op, -1, ErrLimit)
 		}
 	}
 	total := 0
@@ -229,16 +227,16 @@ func (r *Request) check(overhead int) error {
 		n := r.Lengths[i]
 		switch {
 		case int(ci) >= len(r.Categories):
-			return &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrLimit}
+			return newError(receipts.MalformedRecord, op, i, ErrLimit)
 		case n == 0:
-			return &Error{Code: receipts.MalformedRecord, Op: op, Index: i, Err: ErrEmpty}
+			return newError(receipts.MalformedRecord, op, i, ErrEmpty)
 		case n > MaxValueLen:
-			return &Error{Code: receipts.LimitExceeded, Op: op, Index: i, Err: ErrLimit}
+			return newError(receipts.LimitExceeded, op, i, ErrLimit)
 		}
 		total += int(n)
 	}
 	if len(r.Sealed) != total+overhead {
-		return &Error{Code: receipts.MalformedRecord, Op: op, Index: -1, Err: ErrAuth}
+		return newError(receipts.MalformedRecord, op, -1, ErrAuth)
 	}
 	return nil
 }
@@ -290,7 +288,7 @@ func (k *KeyPair) Close() { k.priv.Wipe() }
 func (k *KeyPair) Open(a *arena.Arena, req Request) (*arena.Secret, error) {
 	const op = "open"
 	if req.Recipient != k.pub {
-		return nil, &Error{Op: op, Index: -1, Err: ErrKey}
+		return nil, newError("", op, -1, ErrKey)
 	}
 	if err := req.check(chacha20poly1305.Overhead); err != nil {
 		return nil, err
@@ -307,11 +305,11 @@ func (k *KeyPair) Open(a *arena.Arena, req Request) (*arena.Secret, error) {
 		}
 		pk, err := ecdh.X25519().NewPublicKey(req.Ephemeral[:])
 		if err != nil {
-			return &Error{Op: op, Index: -1, Err: ErrKey}
+			return newError("", op, -1, ErrKey)
 		}
 		shared, err := sk.ECDH(pk)
 		if err != nil {
-			return &Error{Op: op, Index: -1, Err: ErrKey}
+			return newError("", op, -1, ErrKey)
 		}
 		defer clear(shared)
 		return key.Fill(func(dst []byte) error {
@@ -331,13 +329,13 @@ func (k *KeyPair) Open(a *arena.Arena, req Request) (*arena.Secret, error) {
 		if req.Len() == 0 {
 			// No values: only the (empty) message's tag to check.
 			if _, err := aead.Open(nil, zeroNonce[:], req.Sealed, AAD(&req)); err != nil {
-				return &Error{Code: receipts.MalformedRecord, Op: op, Index: -1, Err: ErrAuth}
+				return newError(receipts.MalformedRecord, op, -1, ErrAuth)
 			}
 			return nil
 		}
 		s, err := a.Open(aead, zeroNonce[:], req.Sealed, AAD(&req))
 		if errors.Is(err, arena.ErrAuth) {
-			return &Error{Code: receipts.MalformedRecord, Op: op, Index: -1, Err: ErrAuth}
+			return newError(receipts.MalformedRecord, op, -1, ErrAuth)
 		}
 		out = s
 		return err

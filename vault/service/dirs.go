@@ -4,26 +4,28 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // separateDirs refuses a key directory that is the state directory, lies
 // inside it, or holds it. The state directory (Badger: leases and
 // ciphertext) is what operators copy and back up; epoch keys and wrapped
-// data keys beside it would make every copy decryptable (SPEC §9: they live
+// data keys beside it would make every copy decryptable (they live
 // outside the Badger directory). Paths are compared after making them
 // absolute and resolving symbolic links in the part of each that exists, so
 // a link cannot hide the overlap.
 func separateDirs(state, key string) error {
 	s, err := resolveDir(state)
 	if err != nil {
-		return &Error{Op: "open", Field: "state_dir", Err: ErrInvalid}
+		return invalid("open", "state_dir")
 	}
 	k, err := resolveDir(key)
 	if err != nil {
-		return &Error{Op: "open", Field: "key_dir", Err: ErrInvalid}
+		return invalid("open", "key_dir")
 	}
 	if within(s, k) || within(k, s) {
-		return &Error{Op: "open", Field: "key_dir", Err: ErrDirsOverlap}
+		return vaultapi.New("", "open", "key_dir", ErrDirsOverlap)
 	}
 	return nil
 }

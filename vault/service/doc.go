@@ -1,8 +1,13 @@
 // Package service is vaultd's core: the in-process API behind the gRPC
-// server (package vault/api) and the tests. It owns the secret arena, the
+// server (package vault/server) and the tests. It owns the secret arena, the
 // key directory (package vault/keys), the Badger store (package
 // vault/store) and the lease state machine (package lease), and holds the
 // pseudonym maps of reversible cuts.
+//
+// The request, result, status and report types of its calls, its *Error
+// and the sentinels the client also returns are package vaultapi's; the
+// service names them too (CreateRequest is vaultapi.CreateRequest, and so
+// on), so a client and the daemon share one definition of each.
 //
 // # Requests
 //
@@ -32,7 +37,7 @@
 //
 // # Rehydration
 //
-// Rehydrate is the one operation that releases values (SPEC §11). In
+// Rehydrate is the one operation that releases values. In
 // order: it checks the request (the claim's return digest is SHA-256 of
 // the return, the output schema parses, the receipt fields are well
 // formed, the cut has not expired) and opens the cut's evidence key, sealed
@@ -119,7 +124,7 @@
 //     partial block (their state and 4 KiB of the hashing goroutine's
 //     stack are overwritten after the sums, best effort). RehydrateResult
 //     hands the plaintext output to the caller, who must clear it; package
-//     vault/api seals it to the requesting client's ephemeral key piece by
+//     vault/server seals it to the requesting client's ephemeral key piece by
 //     piece, clearing each piece once sealed, so that only ciphertext
 //     reaches gRPC's buffers. The evidence key is copied into a
 //     receipts.EvidenceKey (wiped after the receipt) and its HMAC pads (not
@@ -152,7 +157,7 @@
 // check the output schema against the plan's output_schema_digest before
 // Rehydrate (the vault does not know the plan); treat Rehydrate's output
 // as carrying the cut's label, never hand it to egress, and clear it;
-// authenticate principals (package vault/api uses SO_PEERCRED); never
+// authenticate principals (package vault/server uses SO_PEERCRED); never
 // retain the Map or the byte slices WithMap and Lookup hand out; Close the
 // vault at shutdown so the arena is wiped.
 package service

@@ -10,6 +10,7 @@ import (
 	"github.com/privacycut/privacycut/vault/arena"
 	"github.com/privacycut/privacycut/vault/keys"
 	"github.com/privacycut/privacycut/vault/store"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // Backup writes a backup of the store: lease records and sealed maps only
@@ -91,33 +92,14 @@ func (v *Vault) Rotate() (keys.Rotation, error) {
 	return r, nil
 }
 
+// The erasure proof's report is package vaultapi's.
+type (
+	Report = vaultapi.Report
+	Probe  = vaultapi.Probe
+)
+
 // ErasureSchema names a Report.
-const ErasureSchema = "ErasureProof@1"
-
-// Probe is what the erasure proof found for one lease of the backup.
-type Probe struct {
-	Lease       string        `json:"lease"`
-	InBackup    bool          `json:"in_backup"`
-	State       string        `json:"state,omitempty"` // state recorded in the backup
-	MapInBackup bool          `json:"map_in_backup"`
-	Decrypts    bool          `json:"decrypts"`
-	Entries     int           `json:"entries"`        // map entries, when it decrypts
-	Code        receipts.Code `json:"code,omitempty"` // LEASE_UNRECOVERABLE when it does not
-	Reason      string        `json:"reason,omitempty"`
-}
-
-// Report is the result of an erasure proof: restore a backup into a scratch
-// store and try to decrypt two leases' maps with the current key directory.
-type Report struct {
-	Schema    string `json:"schema"` // ErasureProof@1
-	Epoch     uint64 `json:"epoch"`  // the key epoch the proof used
-	Destroyed Probe  `json:"destroyed"`
-	Live      *Probe `json:"live"`
-	// Proven: the destroyed lease's map is in the backup and cannot be
-	// decrypted, and the live lease (when given) can. A backup without the
-	// map proves nothing about erasure: there was nothing to erase in it.
-	Proven bool `json:"proven"`
-}
+const ErasureSchema = vaultapi.ErasureSchema
 
 // Probe reasons.
 const (
@@ -136,11 +118,11 @@ func ProveErasure(backup io.Reader, keyDir, destroyed, live string) (Report, err
 	const op = "prove-erasure"
 	snap, err := store.ReadBackup(backup)
 	if err != nil {
-		return Report{}, &Error{Code: store.CodeOf(err), Op: op, Err: ErrInvalid, Field: "backup"}
+		return Report{}, vaultapi.New(store.CodeOf(err), op, "backup", ErrInvalid)
 	}
 	a, err := arena.New(MaxMapBytes+64<<10, arena.Options{}) // one map at a time, plus keys
 	if err != nil {
-		return Report{}, &Error{Code: receipts.VaultProfileNotProven, Op: op, Err: ErrInternal}
+		return Report{}, vaultapi.New(receipts.VaultProfileNotProven, op, "", ErrInternal)
 	}
 	defer a.Close()
 	kd, err := keys.Open(keyDir, keys.Options{Arena: a, ReadOnly: true})
@@ -180,7 +162,7 @@ func prove(op string, snap *store.Snapshot, a *arena.Arena, kd *keys.Dir, destro
 	}
 	dir, err := os.MkdirTemp("", "vaultd-scratch-")
 	if err != nil {
-		return Report{}, &Error{Op: op, Err: ErrInternal}
+		return Report{}, vaultapi.Fail(op, ErrInternal)
 	}
 	defer os.RemoveAll(dir)
 	st, err := store.Open(dir, store.Options{})

@@ -2,7 +2,6 @@ package service
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
@@ -10,80 +9,38 @@ import (
 	"github.com/privacycut/privacycut/vault/keys"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/store"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // Sentinel errors for failures that are not policy refusals (their *Error
-// has no Code).
+// has no Code). All but ErrDirsOverlap are package vaultapi's, which the
+// client returns too.
 var (
-	// ErrNotFound: no lease with that id.
-	ErrNotFound = errors.New("no such lease")
-	// ErrInvalid: a malformed request field (named in Field).
-	ErrInvalid = errors.New("invalid request")
-	// ErrForbidden: the principal may not perform this operation on the
-	// lease.
-	ErrForbidden = errors.New("principal not authorised for this lease")
-	// ErrStaleKey: the values were sealed to another vault public key (an
-	// earlier boot); fetch Status again and reseal.
-	ErrStaleKey = errors.New("values sealed to another vault key")
-	// ErrClosed: the vault is closed.
-	ErrClosed = errors.New("vault closed")
+	ErrNotFound  = vaultapi.ErrNotFound
+	ErrInvalid   = vaultapi.ErrInvalid
+	ErrForbidden = vaultapi.ErrForbidden
+	ErrStaleKey  = vaultapi.ErrStaleKey
+	ErrClosed    = vaultapi.ErrClosed
+	ErrInternal  = vaultapi.ErrInternal
 	// ErrDirsOverlap: the key directory is the state directory, or one
 	// holds the other. Keys must live outside what a copy of the state
 	// directory carries.
 	ErrDirsOverlap = errors.New("key directory and state directory overlap")
-	// ErrInternal: anything else; the cause is logged, not returned.
-	ErrInternal = errors.New("internal error")
 )
 
-// Error is every error the service returns. Code is the refusal code
+// Error is every error the service returns: vaultapi.Error, the error the
+// client rebuilds on its side of the socket. Code is the refusal code
 // (receipts.Code) when the failure is a policy refusal, else empty and Err
 // is one of the sentinels above. Field names a request field. It never
 // carries a value, a token or map bytes.
-type Error struct {
-	Code  receipts.Code
-	Op    string
-	Field string
-	Err   error
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("vault: ")
-	b.WriteString(e.Op)
-	b.WriteString(": ")
-	switch {
-	case e.Code != "" && e.Err != nil:
-		b.WriteString(string(e.Code))
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	case e.Code != "":
-		b.WriteString(string(e.Code))
-	case e.Err != nil:
-		b.WriteString(e.Err.Error())
-	}
-	if e.Field != "" {
-		b.WriteString(" (field ")
-		b.WriteString(e.Field)
-		b.WriteString(")")
-	}
-	return b.String()
-}
-
-// Unwrap returns the sentinel, if any.
-func (e *Error) Unwrap() error { return e.Err }
+type Error = vaultapi.Error
 
 // CodeOf returns the refusal code carried by err, or "".
-func CodeOf(err error) receipts.Code {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return ""
-}
+func CodeOf(err error) receipts.Code { return vaultapi.CodeOf(err) }
 
-func refusal(op string, code receipts.Code) *Error { return &Error{Code: code, Op: op} }
+func refusal(op string, code receipts.Code) *Error { return vaultapi.Refuse(op, code) }
 
-func invalid(op, field string) *Error { return &Error{Op: op, Field: field, Err: ErrInvalid} }
+func invalid(op, field string) *Error { return vaultapi.Invalid(op, field) }
 
 // codeOf extracts a refusal code from an error of the packages the service
 // builds on.
@@ -117,20 +74,20 @@ func classify(op string, err error) (*Error, bool) {
 		return e, true
 	}
 	if code := codeOf(err); code != "" {
-		return &Error{Code: code, Op: op}, true
+		return refusal(op, code), true
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return &Error{Op: op, Err: ErrNotFound}, true
+		return vaultapi.Fail(op, ErrNotFound), true
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, keys.ErrInvalid), errors.Is(err, lease.ErrInvalid):
 		field := ""
 		var le *lease.Error
 		if errors.As(err, &le) {
 			field = le.Field
 		}
-		return &Error{Op: op, Field: field, Err: ErrInvalid}, true
+		return invalid(op, field), true
 	case errors.Is(err, seal.ErrKey):
-		return &Error{Op: op, Err: ErrStaleKey}, true
+		return vaultapi.Fail(op, ErrStaleKey), true
 	}
-	return &Error{Op: op, Err: ErrInternal}, false
+	return vaultapi.Fail(op, ErrInternal), false
 }

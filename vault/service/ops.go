@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"time"
 
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
@@ -13,54 +12,27 @@ import (
 	"github.com/privacycut/privacycut/vault/keys"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/store"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
-// CreateRequest asks for a new lease over sealed (category, value) pairs.
-type CreateRequest struct {
-	Run             string
-	Attempt         uint32
-	Target          string
-	Purpose         string
-	SourceDigest    string // "hmac-sha256:<hex>" of the source projection
-	Station         string // "" means the vault's station; another station is PLAN_MISMATCH
-	RemoteDeadlineS uint64 // the plan's remote_deadline_s
-	ReturnWindowS   uint64 // the plan's return_window_s
-	Lifetime        time.Duration
-	Values          seal.Request // distinct pairs, sealed to Status().SealKey
-}
-
-// CreateResult is a granted lease and its tokens, in request order.
-type CreateResult struct {
-	Lease  lease.Lease
-	Tokens []string
-}
-
-// ClaimRequest is the claim tuple apart from the principal, which the
-// vault takes from the connection.
-type ClaimRequest struct {
-	Run          string
-	Attempt      uint32
-	Station      string
-	ReturnDigest string
-}
-
-// KeyState says whether a lease's wrapped data key exists.
-type KeyState string
+// The request and result types of the vault's calls are package
+// vaultapi's; the service names them too.
+type (
+	CreateRequest = vaultapi.CreateRequest
+	CreateResult  = vaultapi.CreateResult
+	ClaimRequest  = vaultapi.ClaimRequest
+	ClaimResult   = vaultapi.ClaimResult
+	KeyState      = vaultapi.KeyState
+	Info          = vaultapi.Info
+)
 
 // Key states.
 const (
-	KeyPresent   KeyState = "present"   // a wrapped key exists under the current epoch
-	KeyMissing   KeyState = "missing"   // a live lease without a key: unrecoverable
-	KeyDestroyed KeyState = "destroyed" // the key was destroyed (terminal lease)
+	KeyPresent   = vaultapi.KeyPresent
+	KeyMissing   = vaultapi.KeyMissing
+	KeyDestroyed = vaultapi.KeyDestroyed
 )
-
-// Info is a lease as List and Show report it: public metadata only, never
-// map material.
-type Info struct {
-	Lease lease.Lease `json:"lease"`
-	Key   KeyState    `json:"key"`
-}
 
 func (v *Vault) info(l lease.Lease) Info {
 	switch {
@@ -83,29 +55,29 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 		return CreateResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return CreateResult{}, &Error{Op: op, Err: err}
+		return CreateResult{}, vaultapi.Fail(op, err)
 	}
 	station := req.Station
 	if station == "" {
 		station = v.opt.Station
 	}
 	if station != v.opt.Station {
-		return CreateResult{}, &Error{Code: receipts.PlanMismatch, Op: op, Field: "station"}
+		return CreateResult{}, vaultapi.New(receipts.PlanMismatch, op, "station", nil)
 	}
 	need, err := lease.NeedFor(req.RemoteDeadlineS, req.ReturnWindowS)
 	if err != nil {
 		return CreateResult{}, v.fail(op, err)
 	}
 	if req.Values.Len() > seal.MaxValues {
-		return CreateResult{}, &Error{Code: receipts.LimitExceeded, Op: op, Field: "values"}
+		return CreateResult{}, vaultapi.New(receipts.LimitExceeded, op, "values", nil)
 	}
 	for _, c := range req.Values.Categories {
 		if _, code := categoryIndex(c); code != "" {
-			return CreateResult{}, &Error{Code: code, Op: op, Field: "values"}
+			return CreateResult{}, vaultapi.New(code, op, "values", nil)
 		}
 	}
 	if req.Values.Recipient != v.seal.Public() {
-		return CreateResult{}, &Error{Op: op, Field: "recipient", Err: ErrStaleKey}
+		return CreateResult{}, vaultapi.New("", op, "recipient", ErrStaleKey)
 	}
 	life := req.Lifetime
 	if life <= 0 {
@@ -151,7 +123,7 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 		// Nobody waits for the grant (the caller went away): a lease whose
 		// id never reaches the caller can be neither bound nor revoked by
 		// it, so none is committed.
-		return CreateResult{}, &Error{Op: op, Err: err}
+		return CreateResult{}, vaultapi.Fail(op, err)
 	}
 	if err := v.keys.Wrap(l.ID, dek); err != nil {
 		return CreateResult{}, v.fail(op, err)
@@ -356,7 +328,7 @@ func (v *Vault) WithMap(ctx context.Context, leaseID string, fn func(m *Map) err
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return &Error{Op: op, Err: err}
+		return vaultapi.Fail(op, err)
 	}
 	l, err := v.liveLease(op, leaseID)
 	if err != nil {
@@ -379,7 +351,7 @@ func (v *Vault) Bind(ctx context.Context, principal, leaseID, cutEvent, candidat
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return &Error{Op: op, Err: err}
+		return vaultapi.Fail(op, err)
 	}
 	if receipts.SHA256(export) != exportDigest {
 		return invalid(op, "export_digest")
@@ -389,7 +361,7 @@ func (v *Vault) Bind(ctx context.Context, principal, leaseID, cutEvent, candidat
 		return err
 	}
 	if l.Principal != principal {
-		return &Error{Op: op, Err: ErrForbidden}
+		return vaultapi.Fail(op, ErrForbidden)
 	}
 	m, err := v.openMap(op, l)
 	if err != nil {
@@ -427,14 +399,7 @@ func (v *Vault) settle(op string, n lease.Lease, err error) error {
 	return nil
 }
 
-// ClaimResult is the result of a claim.
-type ClaimResult struct {
-	Lease lease.Lease
-	// Repeated reports an idempotent repeat of the winning claim.
-	Repeated bool
-}
-
-// Claim is the compare-and-set of SPEC §10 over (principal, run, attempt,
+// Claim is the lease compare-and-set over (principal, run, attempt,
 // station, return digest): the first valid claim of an ACTIVE, bound lease
 // wins; the same tuple again returns the same lease; any other tuple is
 // LEASE_CLAIM_CONFLICT. It first checks that the map still opens: a lease
@@ -445,7 +410,7 @@ func (v *Vault) Claim(ctx context.Context, principal, leaseID string, req ClaimR
 		return ClaimResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return ClaimResult{}, &Error{Op: op, Err: err}
+		return ClaimResult{}, vaultapi.Fail(op, err)
 	}
 	l, err := v.liveLease(op, leaseID)
 	if err != nil {
@@ -481,7 +446,7 @@ func (v *Vault) Consume(ctx context.Context, principal, leaseID string, req Clai
 		return lease.Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return lease.Lease{}, &Error{Op: op, Err: err}
+		return lease.Lease{}, vaultapi.Fail(op, err)
 	}
 	t := lease.ClaimTuple{Principal: principal, Run: req.Run, Attempt: req.Attempt, Station: req.Station, ReturnDigest: req.ReturnDigest}
 	now := v.now()
@@ -560,7 +525,7 @@ func (v *Vault) open(op string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
-		return &Error{Op: op, Err: ErrClosed}
+		return vaultapi.Fail(op, ErrClosed)
 	}
 	return nil
 }

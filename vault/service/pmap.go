@@ -17,6 +17,7 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/arena"
 	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // Categories are the owner categories a map may hold, in the grammar's
@@ -89,7 +90,7 @@ func msgLen(category string, n int) int { return len(tokenDomain) + 1 + len(cate
 func tokenMAC(scratch []byte, h hash.Hash, category string, value []byte) (string, error) {
 	n := msgLen(category, len(value))
 	if n > len(scratch) {
-		return "", &Error{Code: receipts.LimitExceeded, Op: "create", Field: "values"}
+		return "", vaultapi.New(receipts.LimitExceeded, "create", "values", nil)
 	}
 	msg := scratch[:n]
 	i := copy(msg, tokenDomain)
@@ -153,7 +154,7 @@ func buildMap(a *arena.Arena, entries []entry, values *arena.Secret) (*arena.Sec
 		size += entryHeader + e.n
 	}
 	if size > MaxMapBytes {
-		return nil, &Error{Code: receipts.LimitExceeded, Op: "create", Field: "values"}
+		return nil, vaultapi.New(receipts.LimitExceeded, "create", "values", nil)
 	}
 	s, err := a.Alloc(size)
 	if err != nil {
@@ -325,7 +326,7 @@ func (m *Map) MarshalText() ([]byte, error) { return nil, errEncode }
 // MarshalBinary refuses: a map never becomes bytes.
 func (m *Map) MarshalBinary() ([]byte, error) { return nil, errEncode }
 
-var errEncode = &Error{Op: "encode", Err: ErrInvalid, Field: "map"}
+var errEncode = invalid("encode", "map")
 
 // mapAAD binds a sealed map to its lease's grant: "privacycut/map/v2", then
 // the lease id, run, target, purpose, namespace, source digest, station and

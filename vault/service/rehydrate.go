@@ -11,11 +11,12 @@ import (
 	"github.com/privacycut/privacycut/vault/arena"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // EvidenceKeyCategory is the category of the one sealed value that carries
-// a cut's evidence key to Rehydrate (see SealEvidenceKey).
-const EvidenceKeyCategory = "evidence-key"
+// a cut's evidence key to Rehydrate (vaultapi.SealEvidenceKey).
+const EvidenceKeyCategory = vaultapi.EvidenceKeyCategory
 
 // The crash points of a rehydration, in the order a rehydration passes
 // them (crashpoints builds only; see package vault/crash). Between
@@ -36,83 +37,13 @@ const (
 	CrashRehydrateFinished = "rehydrate.finished"
 )
 
-// RehydrateRequest asks the vault to rehydrate a return of a reversible cut
-// with the lease's map. Everything in it is public or sealed: the return
-// holds tokens, never values.
-type RehydrateRequest struct {
-	// Lease is the lease reference, "pcl:…".
-	Lease string
-	// Claim is the claim tuple apart from the principal. Its ReturnDigest
-	// must be receipts.SHA256(Return).
-	Claim ClaimRequest
-	// Schema is the output schema document (rehydrate.ParseSchema). The
-	// vault does not know the plan's output_schema_digest: checking the
-	// schema against it is the caller's duty.
-	Schema []byte
-	// Return is the quarantined answer, exactly as received.
-	Return []byte
-	// CutExpiry is the plan's expires_at.
-	CutExpiry time.Time
-	// Retention is the plan's retention profile (rehydrate.RetentionMax).
-	Retention string
-	// PolicyRevision is the plan's policy revision.
-	PolicyRevision string
-	// VerifierRevision is the revision of the cut's CutVerification@1.
-	VerifierRevision string
-	// LabelDigest is the cut's label digest, "hmac-sha256:…": the label the
-	// rehydrated result keeps.
-	LabelDigest string
-	// EvidenceKey is the cut's 32-byte evidence key, sealed to the vault as
-	// one value of category EvidenceKeyCategory (SealEvidenceKey). The
-	// receipt's final_digest is keyed under it.
-	EvidenceKey seal.Request
-}
+// The rehydration's request and result are package vaultapi's.
+type (
+	RehydrateRequest = vaultapi.RehydrateRequest
+	RehydrateResult  = vaultapi.RehydrateResult
+)
 
-// RehydrateResult is a rehydrated return.
-type RehydrateResult struct {
-	// Output is the RFC 8785 canonical JSON of the return with every
-	// substitution made: it holds restored owner values, in ordinary heap
-	// memory. It keeps the cut's label, must never be admitted by egress,
-	// and the caller must clear it after use (package vault/api seals it
-	// to the client piece by piece and clears each piece once sealed).
-	Output receipts.Plaintext
-	// Receipt is the RehydrationReceipt@1; its final_digest is keyed.
-	Receipt receipts.RehydrationReceipt
-	// Lease is the lease after the rehydration: CONSUMED, its key destroyed
-	// (KeyDestroyed false only if the destruction failed and is pending).
-	Lease lease.Lease
-}
-
-// SealEvidenceKey seals a cut's evidence key to the vault's public key
-// recipient (Status().SealKey) as the one value of category
-// EvidenceKeyCategory: the form RehydrateRequest.EvidenceKey takes. It runs
-// on the client side; the key's bytes are read through its Reveal and are
-// not copied.
-func SealEvidenceKey(recipient [seal.KeySize]byte, key *receipts.EvidenceKey) (seal.Request, error) {
-	const op = "seal-evidence-key"
-	if key == nil {
-		return seal.Request{}, invalid(op, "evidence_key")
-	}
-	var req seal.Request
-	err := key.Reveal(func(k []byte) error {
-		var err error
-		req, err = seal.Seal(recipient, []seal.Pair{{Category: EvidenceKeyCategory, Value: k}})
-		return err
-	})
-	if errors.Is(err, receipts.ErrKeyWiped) {
-		return seal.Request{}, invalid(op, "evidence_key")
-	}
-	if err != nil {
-		var se *seal.Error
-		if errors.As(err, &se) && errors.Is(se.Err, seal.ErrKey) {
-			return seal.Request{}, &Error{Op: op, Field: "recipient", Err: ErrStaleKey}
-		}
-		return seal.Request{}, invalid(op, "evidence_key")
-	}
-	return req, nil
-}
-
-// Rehydrate rehydrates a return of a reversible cut (SPEC §11) inside the
+// Rehydrate rehydrates a return of a reversible cut inside the
 // vault, at most once per lease:
 //
 //  1. The request is checked without touching the lease: the claim's
@@ -146,10 +77,10 @@ func (v *Vault) Rehydrate(ctx context.Context, principal string, req RehydrateRe
 		return RehydrateResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return RehydrateResult{}, &Error{Op: op, Err: err}
+		return RehydrateResult{}, vaultapi.Fail(op, err)
 	}
 	if len(req.Return) > rehydrate.MaxReturnBytes {
-		return RehydrateResult{}, &Error{Code: receipts.LimitExceeded, Op: op, Field: "return"}
+		return RehydrateResult{}, vaultapi.New(receipts.LimitExceeded, op, "return", nil)
 	}
 	// The return is parsed while its digest is computed: the digest is
 	// checked before the claim, a syntax refusal reported after it.
@@ -220,7 +151,7 @@ func (v *Vault) Rehydrate(ctx context.Context, principal string, req RehydrateRe
 	if err := ctx.Err(); err != nil {
 		// Nobody is waiting for the result: do not burn the lease.
 		clear(res.Output)
-		return RehydrateResult{}, &Error{Op: op, Err: err}
+		return RehydrateResult{}, vaultapi.Fail(op, err)
 	}
 
 	t := lease.ClaimTuple{Principal: principal, Run: req.Claim.Run, Attempt: req.Claim.Attempt,
@@ -264,7 +195,7 @@ func (v *Vault) checkReceiptFields(op string, req RehydrateRequest) error {
 	}
 	now := v.now()
 	if !req.CutExpiry.After(now) {
-		return &Error{Code: receipts.PlanMismatch, Op: op, Field: "cut_expiry"}
+		return vaultapi.New(receipts.PlanMismatch, op, "cut_expiry", nil)
 	}
 	// The remaining fields (the revisions) are checked exactly as
 	// NewReceipt will check them, on stand-in digests and identifiers.
@@ -289,12 +220,12 @@ func (v *Vault) openEvidenceKey(op string, req seal.Request) (*arena.Secret, err
 		return nil, invalid(op, field)
 	}
 	if req.Recipient != v.seal.Public() {
-		return nil, &Error{Op: op, Field: field, Err: ErrStaleKey}
+		return nil, vaultapi.New("", op, field, ErrStaleKey)
 	}
 	ks, err := v.seal.Open(v.arena, req)
 	if err != nil {
 		if code := codeOf(err); code != "" {
-			return nil, &Error{Code: code, Op: op, Field: field}
+			return nil, vaultapi.New(code, op, field, nil)
 		}
 		return nil, v.fail(op, err)
 	}
@@ -326,7 +257,7 @@ func withEvidenceKey(key *arena.Secret, fn func(*receipts.EvidenceKey) error) er
 func returnError(op, field string, err error) error {
 	var r *receipts.Refusal
 	if errors.As(err, &r) {
-		return &Error{Code: r.Code, Op: op, Field: field, Err: r}
+		return vaultapi.New(r.Code, op, field, r)
 	}
 	return nil
 }
@@ -343,7 +274,7 @@ func (v *Vault) rehydrateFail(op string, err error) error {
 	}
 	switch {
 	case errors.Is(err, rehydrate.ErrPurgeElapsed):
-		return &Error{Code: receipts.PlanMismatch, Op: op, Field: "cut_expiry"}
+		return vaultapi.New(receipts.PlanMismatch, op, "cut_expiry", nil)
 	case errors.Is(err, rehydrate.ErrInvalidLease):
 		return refusal(op, receipts.LeaseUnrecoverable)
 	}

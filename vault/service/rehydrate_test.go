@@ -17,6 +17,7 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // rhSchema marks owner_module (modules) and owner_team (teams) for the
@@ -117,7 +118,7 @@ func rhReq(t testing.TB, v *Vault, id string, ret []byte, ek *receipts.EvidenceK
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := SealEvidenceKey(st.SealKey, ek)
+	sealed, err := vaultapi.SealEvidenceKey(st.SealKey, ek)
 	if err != nil {
 		t.Fatalf("SealEvidenceKey: %v", err)
 	}
@@ -727,7 +728,7 @@ func TestSealEvidenceKey(t *testing.T) {
 	v := newEnv(t).open(t)
 	st, _ := v.Status()
 	ek := evidence(t)
-	req, err := SealEvidenceKey(st.SealKey, ek)
+	req, err := vaultapi.SealEvidenceKey(st.SealKey, ek)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -749,9 +750,9 @@ func TestSealEvidenceKey(t *testing.T) {
 	ks.Wipe()
 	w := evidence(t)
 	w.Wipe()
-	_, err = SealEvidenceKey(st.SealKey, w)
+	_, err = vaultapi.SealEvidenceKey(st.SealKey, w)
 	wantErr(t, err, ErrInvalid)
-	_, err = SealEvidenceKey(st.SealKey, nil)
+	_, err = vaultapi.SealEvidenceKey(st.SealKey, nil)
 	wantErr(t, err, ErrInvalid)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/privacycut/privacycut/vault/keys"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/store"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // Defaults for Options.
@@ -298,7 +299,7 @@ func (v *Vault) gate(op string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
-		return &Error{Op: op, Err: ErrClosed}
+		return vaultapi.Fail(op, ErrClosed)
 	}
 	if !v.profile.Accepted() || v.arena == nil || v.seal == nil {
 		return refusal(op, receipts.VaultProfileNotProven)
@@ -306,17 +307,8 @@ func (v *Vault) gate(op string) error {
 	return nil
 }
 
-// Status is what Status reports: the profile and the public facts a client
-// needs.
-type Status struct {
-	Profile    harden.Profile
-	SealKey    [seal.KeySize]byte // X25519 public key to seal values to (zero without an arena)
-	Station    string
-	Epoch      uint64
-	MaxLease   time.Duration
-	Leases     map[string]int // count per state name
-	ArenaError string         // why there is no arena, "" when there is one
-}
+// Status is what Status reports (package vaultapi's type).
+type Status = vaultapi.Status
 
 // Status returns the profile proven at start-up, the sealing key and lease
 // counts. It works whatever the profile.
@@ -326,7 +318,7 @@ func (v *Vault) Status() (Status, error) {
 	closed := v.closed
 	v.mu.Unlock()
 	if closed {
-		return Status{}, &Error{Op: "status", Err: ErrClosed}
+		return Status{}, vaultapi.Fail("status", ErrClosed)
 	}
 	st := Status{Profile: p, Station: v.opt.Station, Epoch: v.keys.Epoch(), MaxLease: v.opt.MaxLease, Leases: map[string]int{}}
 	if v.seal != nil {

@@ -3,9 +3,9 @@ package store
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/internal/verr"
 )
 
 // Sentinel errors. Every error the package returns is an *Error wrapping
@@ -36,55 +36,26 @@ var (
 	ErrIO = errors.New("storage i/o failed")
 )
 
-// Error is the package's error type. It names the operation and, for a
-// malformed backup, the byte offset; it never carries a value, and the
-// Badger keys it might mention are opaque random ids.
+// Error is the package's error type: the shared core (the operation, a
+// sentinel, the cause behind ErrIO, a refusal code where the sentinel
+// carries one) and, for a malformed backup, the byte offset. It never
+// carries a value, and the Badger keys it might mention are opaque random
+// ids.
 type Error struct {
-	Code   receipts.Code
-	Op     string
+	verr.Core
 	Offset int64 // byte offset in a backup stream, -1 when none applies
-	Err    error
-	Sys    error
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("store: ")
-	b.WriteString(e.Op)
+	at := ""
 	if e.Offset >= 0 {
-		b.WriteString(" at byte ")
-		b.WriteString(strconv.FormatInt(e.Offset, 10))
+		at = " at byte " + strconv.FormatInt(e.Offset, 10)
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Err.Error())
-	if e.Sys != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Sys.Error())
-	}
-	if e.Code != "" {
-		b.WriteString(" (")
-		b.WriteString(string(e.Code))
-		b.WriteString(")")
-	}
-	return b.String()
-}
-
-// Unwrap returns the sentinel and, if present, the cause.
-func (e *Error) Unwrap() []error {
-	if e.Sys != nil {
-		return []error{e.Err, e.Sys}
-	}
-	return []error{e.Err}
+	return e.Text("store", at, "")
 }
 
 // CodeOf returns the refusal code of an *Error in err's chain, or "".
-func CodeOf(err error) receipts.Code {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return ""
-}
+func CodeOf(err error) receipts.Code { return verr.CodeOf[*Error](err) }
 
 func newError(op string, sentinel, sys error) *Error {
 	var code receipts.Code
@@ -96,7 +67,7 @@ func newError(op string, sentinel, sys error) *Error {
 	case ErrBackup:
 		code = receipts.MalformedRecord
 	}
-	return &Error{Code: code, Op: op, Offset: -1, Err: sentinel, Sys: sys}
+	return &Error{Core: verr.Core{Code: code, Op: op, Err: sentinel, Sys: sys}, Offset: -1}
 }
 
 // wrapErr returns err when it is already an *Error, else wraps it as ErrIO.

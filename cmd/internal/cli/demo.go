@@ -17,7 +17,7 @@ import (
 	"github.com/privacycut/privacycut/internal/standin"
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/embedded"
 )
 
@@ -121,7 +121,7 @@ func runDemo(ctx context.Context, c *Cmd, args []string) error {
 	if d.vocabV, err = pipeline.LoadVocabulary(examples.Vocabulary); err != nil {
 		return err
 	}
-	var vc *api.Client
+	var vc *client.Client
 	if vc, err = d.c.dialSocket(d.sock); err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 func init() {
@@ -38,7 +38,7 @@ func runLease(ctx context.Context, c *Cmd, args []string) error {
 // the state of its data key. Leases are public metadata; no map material
 // is ever printed.
 type leaseListOut struct {
-	Leases []service.Info `json:"leases"`
+	Leases []vaultapi.Info `json:"leases"`
 }
 
 func leaseList(ctx context.Context, c *Cmd, args []string) error {
@@ -61,7 +61,7 @@ func leaseList(ctx context.Context, c *Cmd, args []string) error {
 	}
 	if *f.asJSON {
 		if infos == nil {
-			infos = []service.Info{}
+			infos = []vaultapi.Info{}
 		}
 		return c.printJSON(leaseListOut{Leases: infos})
 	}
@@ -121,9 +121,9 @@ func leaseRevoke(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return c.vaultError(*f.asJSON, err)
 	}
-	in := service.Info{Lease: l, Key: service.KeyDestroyed}
+	in := vaultapi.Info{Lease: l, Key: vaultapi.KeyDestroyed}
 	if !l.KeyDestroyed {
-		in.Key = service.KeyPresent // destruction pending; the vault completes it
+		in.Key = vaultapi.KeyPresent // destruction pending; the vault completes it
 	}
 	if *f.asJSON {
 		return c.printJSON(in)
@@ -132,7 +132,7 @@ func leaseRevoke(ctx context.Context, c *Cmd, args []string) error {
 	return nil
 }
 
-func printInfo(w io.Writer, in service.Info) {
+func printInfo(w io.Writer, in vaultapi.Info) {
 	l := in.Lease
 	fmt.Fprintf(w, "lease:      %s\n", l.ID)
 	fmt.Fprintf(w, "state:      %s (seq %d, updated %s)\n", l.State, l.Seq, l.UpdatedAt.Format(time.RFC3339))

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // TestLeaseCommands: list, show and revoke against an in-process vault;
@@ -23,7 +23,7 @@ func TestLeaseCommands(t *testing.T) {
 	}
 	var list leaseListOut
 	decodeStrict(t, out, &list)
-	if len(list.Leases) != 2 || list.Leases[0].Key != service.KeyPresent {
+	if len(list.Leases) != 2 || list.Leases[0].Key != vaultapi.KeyPresent {
 		t.Fatalf("list: %+v", list)
 	}
 	code, out, _ = f.cut(t, "lease", "list")
@@ -31,14 +31,14 @@ func TestLeaseCommands(t *testing.T) {
 		t.Errorf("human list (exit %d):\n%s", code, out)
 	}
 	code, out, _ = f.cut(t, "lease", "show", a.Lease.ID, "--json")
-	var in service.Info
+	var in vaultapi.Info
 	decodeStrict(t, out, &in)
 	if code != ExitOK || in.Lease.ID != a.Lease.ID || in.Lease.ExportDigest == "" {
 		t.Errorf("show: exit %d %+v", code, in)
 	}
 	code, out, _ = f.cut(t, "lease", "revoke", a.Lease.ID, "--json")
 	decodeStrict(t, out, &in)
-	if code != ExitOK || in.Lease.State.String() != "REVOKED" || in.Key != service.KeyDestroyed {
+	if code != ExitOK || in.Lease.State.String() != "REVOKED" || in.Key != vaultapi.KeyDestroyed {
 		t.Errorf("revoke: exit %d %+v", code, in)
 	}
 	// Revoking again is a refusal: exit 3 and the refusal document.

@@ -8,7 +8,7 @@ import (
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 )
 
 // verifyBudget bounds the verifier plugin's answer (a variable for the
@@ -18,7 +18,7 @@ var verifyBudget = pipeline.DefaultVerifyBudget
 // pipelineFor returns the pipeline of one command: its evidence key, its
 // verifier (mode "plugin", the default, or "inprocess"), its vault (nil
 // for none), its journal and its buffers. The plugin's log goes to stderr.
-func (c *Cmd) pipelineFor(key *receipts.EvidenceKey, verifierMode string, vault *api.Client) (*pipeline.Pipeline, error) {
+func (c *Cmd) pipelineFor(key *receipts.EvidenceKey, verifierMode string, vault *client.Client) (*pipeline.Pipeline, error) {
 	var v pipeline.Verifier
 	switch verifierMode {
 	case "inprocess":
@@ -39,7 +39,7 @@ func (c *Cmd) pipelineFor(key *receipts.EvidenceKey, verifierMode string, vault 
 }
 
 // newPipeline returns a pipeline of the command with verifier v.
-func (c *Cmd) newPipeline(key *receipts.EvidenceKey, v pipeline.Verifier, vault *api.Client) (*pipeline.Pipeline, error) {
+func (c *Cmd) newPipeline(key *receipts.EvidenceKey, v pipeline.Verifier, vault *client.Client) (*pipeline.Pipeline, error) {
 	p, err := pipeline.New(pipeline.Options{
 		EvidenceKey: key, Verifier: v, Vault: vault, Journal: c.openJournal(), Buffer: c.buffer,
 		Command: c.name, VerifyBudget: verifyBudget,

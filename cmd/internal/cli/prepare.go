@@ -13,7 +13,7 @@ import (
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 )
 
 func init() {
@@ -102,7 +102,7 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, schema 
 	if err != nil {
 		return nil, nil, err
 	}
-	var vault *api.Client
+	var vault *client.Client
 	if plan.Fields().Mode == receipts.ModeReversible {
 		if vault, err = c.reversibleVault(f.vault); err != nil {
 			return nil, nil, err
@@ -134,7 +134,7 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, schema 
 // reversibleVault connects to the vault a reversible cut needs. With no
 // vault socket at all it returns nil: the pipeline then refuses the cut
 // VAULT_PROFILE_NOT_PROVEN, after a hint.
-func (c *Cmd) reversibleVault(flagValue string) (*api.Client, error) {
+func (c *Cmd) reversibleVault(flagValue string) (*client.Client, error) {
 	if c.vaultSocket(flagValue) == "" {
 		c.hintf("%v", errNoVault)
 		return nil, nil

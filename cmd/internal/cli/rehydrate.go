@@ -9,7 +9,7 @@ import (
 
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 )
 
 func init() {
@@ -86,7 +86,7 @@ func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 }
 
 // dialVault connects to the vault named by --vault or $PRIVACYCUT_VAULT.
-func (c *Cmd) dialVault(flagValue string) (*api.Client, error) {
+func (c *Cmd) dialVault(flagValue string) (*client.Client, error) {
 	sock := c.vaultSocket(flagValue)
 	if sock == "" {
 		return nil, usagef("%v", errNoVault)
@@ -98,8 +98,8 @@ func (c *Cmd) dialVault(flagValue string) (*api.Client, error) {
 // this process's uid, or as a uid $PRIVACYCUT_VAULT_UID names (a
 // comma-separated list: a vaultd under a service account); the kernel's
 // word for the server's uid is checked on every connection.
-func (c *Cmd) dialSocket(sock string) (*api.Client, error) {
-	var opt api.DialOptions
+func (c *Cmd) dialSocket(sock string) (*client.Client, error) {
+	var opt client.DialOptions
 	if v := c.Getenv("PRIVACYCUT_VAULT_UID"); v != "" {
 		for _, f := range strings.Split(v, ",") {
 			uid, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32)
@@ -109,7 +109,7 @@ func (c *Cmd) dialSocket(sock string) (*api.Client, error) {
 			opt.ServerUIDs = append(opt.ServerUIDs, uint32(uid))
 		}
 	}
-	cl, err := api.DialWith(sock, opt)
+	cl, err := client.DialWith(sock, opt)
 	if err != nil {
 		return nil, fmt.Errorf("vault: %w", err)
 	}

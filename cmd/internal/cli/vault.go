@@ -11,9 +11,8 @@ import (
 	"strings"
 
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
-	"github.com/privacycut/privacycut/vault/service"
-	"github.com/privacycut/privacycut/vault/store"
+	"github.com/privacycut/privacycut/vault/client"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 func init() {
@@ -41,14 +40,14 @@ func (c *Cmd) vaultFlagSet(name string) (*flag.FlagSet, vaultFlags) {
 }
 
 // dial connects to the vault named by --vault.
-func (c *Cmd) dial(f vaultFlags) (*api.Client, error) { return c.dialVault(*f.sock) }
+func (c *Cmd) dial(f vaultFlags) (*client.Client, error) { return c.dialVault(*f.sock) }
 
 // vaultError turns a vault error into the command's result: a refusal code
 // prints the refusal document of SPEC §12 (part -1, kind "vault") and exits
 // 3; anything else is an operational error (exit 1). Every command that talks
 // to the vault reports its errors through it.
 func (c *Cmd) vaultError(asJSON bool, err error) error {
-	code := service.CodeOf(err)
+	code := vaultapi.CodeOf(err)
 	if code == "" {
 		return err
 	}
@@ -183,11 +182,11 @@ func vaultBackup(ctx context.Context, c *Cmd, args []string) error {
 		return err
 	}
 	defer cl.Close()
-	var st store.BackupStats
+	var st vaultapi.BackupStats
 	if *out == "-" {
 		st, err = cl.Backup(ctx, c.Stdout)
 	} else {
-		st, err = writeFileAtomic(*out, func(w io.Writer) (store.BackupStats, error) { return cl.Backup(ctx, w) })
+		st, err = writeFileAtomic(*out, func(w io.Writer) (vaultapi.BackupStats, error) { return cl.Backup(ctx, w) })
 	}
 	if err != nil {
 		return c.vaultError(*f.asJSON, err)
@@ -206,10 +205,10 @@ func vaultBackup(ctx context.Context, c *Cmd, args []string) error {
 // writeFileAtomic writes the file at path from fill, in full or not at all
 // (outputFile, 0600): a failed or interrupted backup never leaves a partial
 // file under the final name.
-func writeFileAtomic(path string, fill func(io.Writer) (store.BackupStats, error)) (store.BackupStats, error) {
+func writeFileAtomic(path string, fill func(io.Writer) (vaultapi.BackupStats, error)) (vaultapi.BackupStats, error) {
 	o, err := createOutput(path, 0o600)
 	if err != nil {
-		return store.BackupStats{}, err
+		return vaultapi.BackupStats{}, err
 	}
 	defer o.abort()
 	st, err := fill(o)
@@ -339,7 +338,7 @@ func vaultProve(ctx context.Context, c *Cmd, args []string) error {
 	return nil
 }
 
-func printProbe(w io.Writer, role string, p service.Probe) {
+func printProbe(w io.Writer, role string, p vaultapi.Probe) {
 	switch {
 	case !p.InBackup:
 		fmt.Fprintf(w, "%s %s: not in the backup\n", role, p.Lease)

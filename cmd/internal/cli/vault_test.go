@@ -14,11 +14,12 @@ import (
 
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/api"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/server"
 	"github.com/privacycut/privacycut/vault/service"
-	"github.com/privacycut/privacycut/vault/store"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 var hardenOnce sync.Once
@@ -30,7 +31,7 @@ var hardenOnce sync.Once
 type vaultFixture struct {
 	*testEnv
 	v      *service.Vault
-	c      *api.Client
+	c      *client.Client
 	sock   string
 	values [][]byte
 }
@@ -52,13 +53,13 @@ func newVaultFixture(t *testing.T) *vaultFixture {
 		t.Fatalf("profile not accepted: %v", p.Reasons)
 	}
 	sock := filepath.Join(e.dir, "run", "vault.sock")
-	l, err := api.Listen(sock)
+	l, err := server.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := api.NewServer(v, api.ServerOptions{})
+	srv := server.New(v, server.Options{})
 	go srv.Serve(l)
-	c, err := api.Dial(sock)
+	c, err := client.Dial(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func randHex(n int) string {
 }
 
 // grant creates a bound lease over two canary values through the client.
-func (f *vaultFixture) grant(t *testing.T) service.CreateResult {
+func (f *vaultFixture) grant(t *testing.T) vaultapi.CreateResult {
 	t.Helper()
 	ctx := context.Background()
 	pairs := []seal.Pair{
@@ -87,7 +88,7 @@ func (f *vaultFixture) grant(t *testing.T) service.CreateResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.c.CreateLease(ctx, service.CreateRequest{Run: "run-1", Attempt: 1, Target: "https://model.example/v1",
+	res, err := f.c.CreateLease(ctx, vaultapi.CreateRequest{Run: "run-1", Attempt: 1, Target: "https://model.example/v1",
 		Purpose: "triage", SourceDigest: "hmac-sha256:" + randHex(32), RemoteDeadlineS: 60, ReturnWindowS: 60,
 		Lifetime: 30 * time.Minute, Values: sealed})
 	if err != nil {
@@ -220,7 +221,7 @@ func TestBackupRestoreRotateProve(t *testing.T) {
 	}
 
 	code, out, _ = f.cut(t, "vault", "prove-erasure", bk, a.Lease.ID, "--live", b.Lease.ID, "--json")
-	var rep service.Report
+	var rep vaultapi.Report
 	decodeStrict(t, out, &rep)
 	if code != ExitVerifyNo || rep.Proven || !rep.Destroyed.Decrypts {
 		t.Fatalf("negative control: exit %d %+v", code, rep)
@@ -245,7 +246,7 @@ func TestBackupRestoreRotateProve(t *testing.T) {
 		t.Errorf("rotate: exit %d %+v", code, rot)
 	}
 	code, out, _ = f.cut(t, "vault", "restore", bk, "--json")
-	var rs store.RestoreStats
+	var rs vaultapi.RestoreStats
 	decodeStrict(t, out, &rs)
 	if code != ExitOK || rs.Skipped != 2 || rs.Restored != 0 {
 		t.Errorf("restore: exit %d %+v", code, rs)

@@ -1,4 +1,4 @@
-package api
+package server
 
 import "testing"
 
@@ -9,7 +9,7 @@ import "testing"
 // key (durably), and streams the result back. Each iteration needs a fresh
 // bound lease, granted outside the timer.
 func BenchmarkRehydrateSocket(b *testing.B) {
-	f := start(b, ServerOptions{})
+	f := start(b, Options{})
 	ek := newEvidenceKey(b)
 	schema := rhSchema("triage", 1<<20)
 	fresh := func() ([]byte, string) {

@@ -1,4 +1,4 @@
-package api
+package rpc
 
 import (
 	"context"
@@ -6,14 +6,11 @@ import (
 
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/internal/vaultpb"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
 )
-
-// ErrUnavailable: the vault could not be reached, or the connection broke.
-var ErrUnavailable = errors.New("api: vault unavailable")
 
 // errorRow is one line of the error table: an error class, matched by its
 // refusal code or by its sentinel, and its gRPC status code.
@@ -27,7 +24,7 @@ type errorRow struct {
 // errorTable is the one mapping between vault errors and gRPC status
 // codes, used in both directions: the server maps an error to a status
 // carrying a Refusal detail, the client maps the detail back to a
-// *service.Error with the same Code and sentinel. An error that matches no
+// *vaultapi.Error with the same Code and sentinel. An error that matches no
 // row is Internal with a generic message.
 var errorTable = []errorRow{
 	{kind: "refusal", code: receipts.VaultProfileNotProven, grpc: codes.FailedPrecondition},
@@ -46,15 +43,15 @@ var errorTable = []errorRow{
 	{kind: "refusal", code: receipts.TokenWrongCategory, grpc: codes.InvalidArgument},
 	{kind: "refusal", code: receipts.TokenWrongPath, grpc: codes.InvalidArgument},
 	{kind: "refusal", code: receipts.TokenOverCardinality, grpc: codes.InvalidArgument},
-	{kind: "not_found", sentinel: service.ErrNotFound, grpc: codes.NotFound},
-	{kind: "invalid", sentinel: service.ErrInvalid, grpc: codes.InvalidArgument},
-	{kind: "forbidden", sentinel: service.ErrForbidden, grpc: codes.PermissionDenied},
-	{kind: "stale_key", sentinel: service.ErrStaleKey, grpc: codes.FailedPrecondition},
-	{kind: "closed", sentinel: service.ErrClosed, grpc: codes.Unavailable},
-	{kind: "peer", sentinel: ErrPeerRejected, grpc: codes.PermissionDenied},
+	{kind: "not_found", sentinel: vaultapi.ErrNotFound, grpc: codes.NotFound},
+	{kind: "invalid", sentinel: vaultapi.ErrInvalid, grpc: codes.InvalidArgument},
+	{kind: "forbidden", sentinel: vaultapi.ErrForbidden, grpc: codes.PermissionDenied},
+	{kind: "stale_key", sentinel: vaultapi.ErrStaleKey, grpc: codes.FailedPrecondition},
+	{kind: "closed", sentinel: vaultapi.ErrClosed, grpc: codes.Unavailable},
+	{kind: "peer", sentinel: vaultapi.ErrPeerRejected, grpc: codes.PermissionDenied},
 	{kind: "canceled", sentinel: context.Canceled, grpc: codes.Canceled},
 	{kind: "deadline", sentinel: context.DeadlineExceeded, grpc: codes.DeadlineExceeded},
-	{kind: "internal", sentinel: service.ErrInternal, grpc: codes.Internal},
+	{kind: "internal", sentinel: vaultapi.ErrInternal, grpc: codes.Internal},
 }
 
 // internalMessage is what an unknown error becomes on the wire.
@@ -62,7 +59,7 @@ const internalMessage = "vault: internal error"
 
 // rowFor finds the row of an error: by refusal code first, then by
 // sentinel.
-func rowFor(e *service.Error) (errorRow, bool) {
+func rowFor(e *vaultapi.Error) (errorRow, bool) {
 	for _, r := range errorTable {
 		if r.code != "" && r.code == e.Code {
 			return r, true
@@ -79,20 +76,20 @@ func rowFor(e *service.Error) (errorRow, bool) {
 	return errorRow{}, false
 }
 
-// toStatus is the server side of the table. The status message is the
+// ToStatus is the server side of the table. The status message is the
 // error's own text (which by construction holds no value); anything that
-// is not a *service.Error, or matches no row, is Internal with a generic
+// is not a *vaultapi.Error, or matches no row, is Internal with a generic
 // message.
-func toStatus(op string, err error) error {
+func ToStatus(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var e *service.Error
+	var e *vaultapi.Error
 	if !errors.As(err, &e) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			e = &service.Error{Op: op, Err: err}
+			e = vaultapi.Fail(op, err)
 		} else {
-			e = &service.Error{Op: op, Err: service.ErrInternal}
+			e = vaultapi.Fail(op, vaultapi.ErrInternal)
 		}
 	}
 	row, ok := rowFor(e)
@@ -100,7 +97,7 @@ func toStatus(op string, err error) error {
 	if !ok || row.kind == "internal" {
 		row = errorRow{kind: "internal", grpc: codes.Internal}
 		msg = internalMessage
-		e = &service.Error{Op: e.Op}
+		e = vaultapi.New("", e.Op, "", nil)
 	}
 	st := status.New(row.grpc, msg)
 	details := []protoadapt.MessageV1{&vaultpb.Refusal{Code: string(e.Code), Op: e.Op, Field: e.Field, Kind: row.kind}}
@@ -115,7 +112,7 @@ func toStatus(op string, err error) error {
 
 // returnRefusal is the ReturnRefusal detail of a rehydration's refusal of
 // the return or the schema: path, positions and a fixed reason.
-func returnRefusal(e *service.Error) *vaultpb.ReturnRefusal {
+func returnRefusal(e *vaultapi.Error) *vaultpb.ReturnRefusal {
 	if e.Code == "" {
 		return nil
 	}
@@ -198,17 +195,17 @@ func jsonPath(p string) bool {
 	return true
 }
 
-// fromStatus is the client side: it rebuilds a *service.Error from the
+// FromStatus is the client side: it rebuilds a *vaultapi.Error from the
 // status' Refusal detail. A status without one (the transport failed, the
-// connection was refused) becomes ErrUnavailable, PermissionDenied
-// ErrPeerRejected.
-func fromStatus(op string, err error) error {
+// connection was refused) becomes vaultapi.ErrUnavailable, PermissionDenied
+// vaultapi.ErrPeerRejected.
+func FromStatus(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	st, ok := status.FromError(err)
 	if !ok {
-		return &service.Error{Op: op, Err: ErrUnavailable}
+		return vaultapi.Fail(op, vaultapi.ErrUnavailable)
 	}
 	var ref *vaultpb.Refusal
 	var rr *vaultpb.ReturnRefusal
@@ -225,15 +222,15 @@ func fromStatus(op string, err error) error {
 		}
 	}
 	if ref != nil {
-		e := &service.Error{Code: receipts.Code(ref.Code), Op: ref.Op, Field: ref.Field}
+		e := vaultapi.New(receipts.Code(ref.Code), ref.Op, ref.Field, nil)
 		if e.Code != "" && !e.Code.Valid() {
-			return &service.Error{Op: op, Err: service.ErrInternal}
+			return vaultapi.Fail(op, vaultapi.ErrInternal)
 		}
 		if e.Code != "" && rr != nil {
 			e.Err = refusalOf(e.Code, rr)
 		}
 		if e.Code == "" {
-			e.Err = service.ErrInternal
+			e.Err = vaultapi.ErrInternal
 			for _, r := range errorTable {
 				if r.kind == ref.Kind && r.sentinel != nil {
 					e.Err = r.sentinel
@@ -245,11 +242,11 @@ func fromStatus(op string, err error) error {
 	}
 	switch st.Code() {
 	case codes.PermissionDenied:
-		return &service.Error{Op: op, Err: ErrPeerRejected}
+		return vaultapi.Fail(op, vaultapi.ErrPeerRejected)
 	case codes.Canceled:
-		return &service.Error{Op: op, Err: context.Canceled}
+		return vaultapi.Fail(op, context.Canceled)
 	case codes.DeadlineExceeded:
-		return &service.Error{Op: op, Err: context.DeadlineExceeded}
+		return vaultapi.Fail(op, context.DeadlineExceeded)
 	}
-	return &service.Error{Op: op, Err: ErrUnavailable}
+	return vaultapi.Fail(op, vaultapi.ErrUnavailable)
 }

@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bytes"
@@ -16,17 +16,16 @@ import (
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/internal/rpc"
 	"github.com/privacycut/privacycut/vault/internal/vaultpb"
-	"github.com/privacycut/privacycut/vault/keys"
 	"github.com/privacycut/privacycut/vault/seal"
-	"github.com/privacycut/privacycut/vault/service"
-	"github.com/privacycut/privacycut/vault/store"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"google.golang.org/grpc"
 )
 
-// Client is a connection to vaultd. Its methods mirror the service's and
-// return *service.Error values carrying the same refusal codes and
-// sentinels as the daemon's (errors.Is and service.CodeOf work across the
+// Client is a connection to vaultd. Its methods mirror the vault's calls
+// and return *vaultapi.Error values carrying the same refusal codes and
+// sentinels as the daemon's (errors.Is and vaultapi.CodeOf work across the
 // socket). The principal of every call is the client process's uid, as the
 // daemon reads it from the socket.
 type Client struct {
@@ -45,8 +44,8 @@ type DialOptions struct {
 }
 
 // Dial connects to the vault's unix socket with the default options. The
-// connection is lazy: an unreachable vault shows as ErrUnavailable on the
-// first call.
+// connection is lazy: an unreachable vault shows as vaultapi.ErrUnavailable
+// on the first call.
 func Dial(socketPath string) (*Client, error) { return DialWith(socketPath, DialOptions{}) }
 
 // DialWith connects to the vault's unix socket. The process listening there
@@ -54,7 +53,7 @@ func Dial(socketPath string) (*Client, error) { return DialWith(socketPath, Dial
 // opt.ServerUIDs, as the kernel reports it (SO_PEERCRED): otherwise anyone
 // who could put a socket at the path would be sent owner values sealed to
 // a key of theirs. That is checked once here, so that an untrusted server
-// is ErrServerUntrusted at once, and again in the handshake of every
+// is vaultapi.ErrServerUntrusted at once, and again in the handshake of every
 // connection gRPC makes. An unreachable socket is left to the first call.
 func DialWith(socketPath string, opt DialOptions) (*Client, error) {
 	return dial(socketPath, trustedServer(os.Geteuid(), opt.ServerUIDs))
@@ -62,18 +61,18 @@ func DialWith(socketPath string, opt DialOptions) (*Client, error) {
 
 func dial(socketPath string, trust func(uid uint32) bool) (*Client, error) {
 	if c, err := net.DialTimeout("unix", socketPath, time.Second); err == nil {
-		info, perr := peerCred(c)
+		info, perr := rpc.PeerCred(c)
 		c.Close()
 		if perr == nil && !trust(info.UID) {
-			return nil, &service.Error{Op: "dial", Err: ErrServerUntrusted}
+			return nil, vaultapi.Fail("dial", vaultapi.ErrServerUntrusted)
 		}
 	}
 	conn, err := grpc.NewClient("unix:"+socketPath,
-		grpc.WithTransportCredentials(&peerCreds{trust: trust}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)),
+		grpc.WithTransportCredentials(&rpc.Creds{Trust: trust}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage)),
 	)
 	if err != nil {
-		return nil, &service.Error{Op: "dial", Err: ErrUnavailable}
+		return nil, vaultapi.Fail("dial", vaultapi.ErrUnavailable)
 	}
 	return &Client{conn: conn, c: vaultpb.NewVaultClient(conn)}, nil
 }
@@ -92,11 +91,11 @@ func (c *Client) Close() error { return c.conn.Close() }
 // decodeLease reads a lease record from the daemon strictly and checks it.
 func decodeLease(op string, b []byte) (lease.Lease, error) {
 	var l lease.Lease
-	if err := canon.Unmarshal(b, &l, canon.Options{MaxBytes: store.MaxRecord}); err != nil {
-		return l, &service.Error{Op: op, Err: service.ErrInternal}
+	if err := canon.Unmarshal(b, &l, canon.Options{MaxBytes: vaultapi.MaxRecord}); err != nil {
+		return l, vaultapi.Fail(op, vaultapi.ErrInternal)
 	}
 	if err := l.Check(); err != nil {
-		return l, &service.Error{Code: receipts.LeaseUnrecoverable, Op: op}
+		return l, vaultapi.Refuse(op, receipts.LeaseUnrecoverable)
 	}
 	return l, nil
 }
@@ -116,28 +115,28 @@ func decodeProfile(b []byte) (harden.Profile, error) {
 			return harden.Profile{}, err
 		}
 		if dec.More() {
-			return harden.Profile{}, errors.New("api: trailing data after the profile")
+			return harden.Profile{}, errors.New("client: trailing data after the profile")
 		}
 	}
 	if p.Schema != harden.Schema {
-		return harden.Profile{}, errors.New("api: not a VaultProfile@1")
+		return harden.Profile{}, errors.New("client: not a VaultProfile@1")
 	}
 	return p, nil
 }
 
 // Status returns the vault's status: VaultProfile@1, sealing key, station,
 // epoch, lease counts.
-func (c *Client) Status(ctx context.Context) (service.Status, error) {
+func (c *Client) Status(ctx context.Context) (vaultapi.Status, error) {
 	const op = "status"
 	r, err := c.c.Status(ctx, &vaultpb.StatusRequest{})
 	if err != nil {
-		return service.Status{}, fromStatus(op, err)
+		return vaultapi.Status{}, rpc.FromStatus(op, err)
 	}
-	st := service.Status{Station: r.Station, Epoch: r.Epoch, MaxLease: time.Duration(r.MaxLeaseS) * time.Second,
+	st := vaultapi.Status{Station: r.Station, Epoch: r.Epoch, MaxLease: time.Duration(r.MaxLeaseS) * time.Second,
 		Leases: map[string]int{}, ArenaError: r.ArenaError}
 	p, err := decodeProfile(r.ProfileJson)
 	if err != nil {
-		return service.Status{}, &service.Error{Op: op, Err: service.ErrInternal}
+		return vaultapi.Status{}, vaultapi.Fail(op, vaultapi.ErrInternal)
 	}
 	st.Profile = p
 	switch len(r.SealPublicKey) {
@@ -145,7 +144,7 @@ func (c *Client) Status(ctx context.Context) (service.Status, error) {
 	case seal.KeySize:
 		st.SealKey = [seal.KeySize]byte(r.SealPublicKey)
 	default:
-		return service.Status{}, &service.Error{Op: op, Err: service.ErrInternal}
+		return vaultapi.Status{}, vaultapi.Fail(op, vaultapi.ErrInternal)
 	}
 	for k, n := range r.Leases {
 		st.Leases[k] = int(n)
@@ -173,72 +172,72 @@ func (c *Client) Seal(ctx context.Context, pairs []seal.Pair) (seal.Request, err
 		key = st.SealKey
 	}
 	if key == [seal.KeySize]byte{} {
-		return seal.Request{}, &service.Error{Code: receipts.VaultProfileNotProven, Op: "seal"}
+		return seal.Request{}, vaultapi.Refuse("seal", receipts.VaultProfileNotProven)
 	}
 	req, err := seal.Seal(key, pairs)
 	if err != nil {
 		var se *seal.Error
 		if errors.As(err, &se) && se.Code != "" {
-			return seal.Request{}, &service.Error{Code: se.Code, Op: "seal", Field: "values"}
+			return seal.Request{}, vaultapi.New(se.Code, "seal", "values", nil)
 		}
-		return seal.Request{}, &service.Error{Op: "seal", Err: service.ErrInvalid, Field: "values"}
+		return seal.Request{}, vaultapi.Invalid("seal", "values")
 	}
 	return req, nil
 }
 
 // CreateLease asks for a lease over req.Values (sealed with Seal).
-func (c *Client) CreateLease(ctx context.Context, req service.CreateRequest) (service.CreateResult, error) {
+func (c *Client) CreateLease(ctx context.Context, req vaultapi.CreateRequest) (vaultapi.CreateResult, error) {
 	const op = "create"
 	pr := &vaultpb.CreateLeaseRequest{
 		Run: req.Run, Attempt: req.Attempt, Target: req.Target, Purpose: req.Purpose,
 		SourceDigest: req.SourceDigest, Station: req.Station,
 		RemoteDeadlineS: req.RemoteDeadlineS, ReturnWindowS: req.ReturnWindowS,
 		LifetimeS: int64(req.Lifetime / time.Second),
-		Values:    sealedToWire(req.Values),
+		Values:    rpc.SealedToWire(req.Values),
 	}
 	r, err := c.c.CreateLease(ctx, pr)
 	if err != nil {
-		err = fromStatus(op, err)
-		if errors.Is(err, service.ErrStaleKey) {
+		err = rpc.FromStatus(op, err)
+		if errors.Is(err, vaultapi.ErrStaleKey) {
 			c.mu.Lock()
 			c.sealKey = [seal.KeySize]byte{}
 			c.mu.Unlock()
 		}
-		return service.CreateResult{}, err
+		return vaultapi.CreateResult{}, err
 	}
 	l, err := decodeLease(op, r.LeaseJson)
 	if err != nil {
-		return service.CreateResult{}, err
+		return vaultapi.CreateResult{}, err
 	}
-	return service.CreateResult{Lease: l, Tokens: r.Tokens}, nil
+	return vaultapi.CreateResult{Lease: l, Tokens: r.Tokens}, nil
 }
 
 // Bind binds a lease to its sealed cut.
 func (c *Client) Bind(ctx context.Context, leaseID, cutEvent, candidateDigest, exportDigest string, export []byte) error {
 	_, err := c.c.Bind(ctx, &vaultpb.BindRequest{LeaseId: leaseID, CutEvent: cutEvent,
 		CandidateDigest: candidateDigest, ExportDigest: exportDigest, Export: export})
-	return fromStatus("bind", err)
+	return rpc.FromStatus("bind", err)
 }
 
-func claimMsg(leaseID string, req service.ClaimRequest) *vaultpb.ClaimRequest {
+func claimMsg(leaseID string, req vaultapi.ClaimRequest) *vaultpb.ClaimRequest {
 	return &vaultpb.ClaimRequest{LeaseId: leaseID, Run: req.Run, Attempt: req.Attempt, Station: req.Station, ReturnDigest: req.ReturnDigest}
 }
 
 // Claim claims a lease.
-func (c *Client) Claim(ctx context.Context, leaseID string, req service.ClaimRequest) (service.ClaimResult, error) {
+func (c *Client) Claim(ctx context.Context, leaseID string, req vaultapi.ClaimRequest) (vaultapi.ClaimResult, error) {
 	r, err := c.c.Claim(ctx, claimMsg(leaseID, req))
 	if err != nil {
-		return service.ClaimResult{}, fromStatus("claim", err)
+		return vaultapi.ClaimResult{}, rpc.FromStatus("claim", err)
 	}
 	l, err := decodeLease("claim", r.LeaseJson)
-	return service.ClaimResult{Lease: l, Repeated: r.Repeated}, err
+	return vaultapi.ClaimResult{Lease: l, Repeated: r.Repeated}, err
 }
 
 // Consume consumes a claimed lease.
-func (c *Client) Consume(ctx context.Context, leaseID string, req service.ClaimRequest) (lease.Lease, error) {
+func (c *Client) Consume(ctx context.Context, leaseID string, req vaultapi.ClaimRequest) (lease.Lease, error) {
 	r, err := c.c.Consume(ctx, claimMsg(leaseID, req))
 	if err != nil {
-		return lease.Lease{}, fromStatus("consume", err)
+		return lease.Lease{}, rpc.FromStatus("consume", err)
 	}
 	return decodeLease("consume", r.LeaseJson)
 }
@@ -247,30 +246,30 @@ func (c *Client) Consume(ctx context.Context, leaseID string, req service.ClaimR
 func (c *Client) Revoke(ctx context.Context, leaseID string) (lease.Lease, error) {
 	r, err := c.c.Revoke(ctx, &vaultpb.LeaseRef{LeaseId: leaseID})
 	if err != nil {
-		return lease.Lease{}, fromStatus("revoke", err)
+		return lease.Lease{}, rpc.FromStatus("revoke", err)
 	}
 	return decodeLease("revoke", r.LeaseJson)
 }
 
-func infoOf(op string, r *vaultpb.LeaseReply) (service.Info, error) {
+func infoOf(op string, r *vaultpb.LeaseReply) (vaultapi.Info, error) {
 	l, err := decodeLease(op, r.LeaseJson)
 	if err != nil {
-		return service.Info{}, err
+		return vaultapi.Info{}, err
 	}
-	switch k := service.KeyState(r.Key); k {
-	case service.KeyPresent, service.KeyMissing, service.KeyDestroyed:
-		return service.Info{Lease: l, Key: k}, nil
+	switch k := vaultapi.KeyState(r.Key); k {
+	case vaultapi.KeyPresent, vaultapi.KeyMissing, vaultapi.KeyDestroyed:
+		return vaultapi.Info{Lease: l, Key: k}, nil
 	}
-	return service.Info{}, &service.Error{Op: op, Err: service.ErrInternal}
+	return vaultapi.Info{}, vaultapi.Fail(op, vaultapi.ErrInternal)
 }
 
 // List lists every lease.
-func (c *Client) List(ctx context.Context) ([]service.Info, error) {
+func (c *Client) List(ctx context.Context) ([]vaultapi.Info, error) {
 	r, err := c.c.List(ctx, &vaultpb.ListRequest{})
 	if err != nil {
-		return nil, fromStatus("list", err)
+		return nil, rpc.FromStatus("list", err)
 	}
-	out := make([]service.Info, 0, len(r.Leases))
+	out := make([]vaultapi.Info, 0, len(r.Leases))
 	for _, lr := range r.Leases {
 		in, err := infoOf("list", lr)
 		if err != nil {
@@ -282,10 +281,10 @@ func (c *Client) List(ctx context.Context) ([]service.Info, error) {
 }
 
 // Show shows one lease.
-func (c *Client) Show(ctx context.Context, leaseID string) (service.Info, error) {
+func (c *Client) Show(ctx context.Context, leaseID string) (vaultapi.Info, error) {
 	r, err := c.c.Show(ctx, &vaultpb.LeaseRef{LeaseId: leaseID})
 	if err != nil {
-		return service.Info{}, fromStatus("show", err)
+		return vaultapi.Info{}, rpc.FromStatus("show", err)
 	}
 	return infoOf("show", r)
 }
@@ -293,13 +292,13 @@ func (c *Client) Show(ctx context.Context, leaseID string) (service.Info, error)
 // Backup writes the vault's backup stream to w and returns its counts. On
 // error, what was written to w is incomplete and must be discarded (its
 // checksum trailer is missing).
-func (c *Client) Backup(ctx context.Context, w io.Writer) (store.BackupStats, error) {
+func (c *Client) Backup(ctx context.Context, w io.Writer) (vaultapi.BackupStats, error) {
 	const op = "backup"
 	s, err := c.c.Backup(ctx, &vaultpb.BackupRequest{})
 	if err != nil {
-		return store.BackupStats{}, fromStatus(op, err)
+		return vaultapi.BackupStats{}, rpc.FromStatus(op, err)
 	}
-	var st store.BackupStats
+	var st vaultapi.BackupStats
 	var n int64
 	for {
 		m, err := s.Recv()
@@ -307,25 +306,25 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (store.BackupStats, er
 			break
 		}
 		if err != nil {
-			return st, fromStatus(op, err)
+			return st, rpc.FromStatus(op, err)
 		}
 		if _, err := w.Write(m.Data); err != nil {
-			return st, &service.Error{Op: op, Err: err}
+			return st, vaultapi.Fail(op, err)
 		}
 		n += int64(len(m.Data))
 		if m.Stats != nil {
-			st = store.BackupStats{Leases: int(m.Stats.Leases), Maps: int(m.Stats.Maps), Bytes: m.Stats.Bytes}
+			st = vaultapi.BackupStats{Leases: int(m.Stats.Leases), Maps: int(m.Stats.Maps), Bytes: m.Stats.Bytes}
 		}
 	}
 	if st.Bytes != n {
-		return st, &service.Error{Op: op, Err: ErrUnavailable}
+		return st, vaultapi.Fail(op, vaultapi.ErrUnavailable)
 	}
 	return st, nil
 }
 
 // sendAll streams r in chunks; first builds the first message.
 func sendAll[M any](r io.Reader, send func(*M) error, mk func(data []byte, first bool) *M) error {
-	buf := make([]byte, chunkSize)
+	buf := make([]byte, rpc.ChunkSize)
 	first := true
 	for {
 		n, err := io.ReadFull(r, buf)
@@ -345,44 +344,44 @@ func sendAll[M any](r io.Reader, send func(*M) error, mk func(data []byte, first
 }
 
 // Restore streams a backup to the vault, which merges it.
-func (c *Client) Restore(ctx context.Context, r io.Reader) (store.RestoreStats, error) {
+func (c *Client) Restore(ctx context.Context, r io.Reader) (vaultapi.RestoreStats, error) {
 	const op = "restore"
 	s, err := c.c.Restore(ctx)
 	if err != nil {
-		return store.RestoreStats{}, fromStatus(op, err)
+		return vaultapi.RestoreStats{}, rpc.FromStatus(op, err)
 	}
 	err = sendAll(r, s.Send, func(d []byte, _ bool) *vaultpb.RestoreChunk { return &vaultpb.RestoreChunk{Data: d} })
 	if err != nil && !errors.Is(err, io.EOF) {
 		var rerr error
 		if _, rerr = s.CloseAndRecv(); rerr != nil {
-			return store.RestoreStats{}, fromStatus(op, rerr)
+			return vaultapi.RestoreStats{}, rpc.FromStatus(op, rerr)
 		}
-		return store.RestoreStats{}, &service.Error{Op: op, Err: err}
+		return vaultapi.RestoreStats{}, vaultapi.Fail(op, err)
 	}
 	rep, err := s.CloseAndRecv()
 	if err != nil {
-		return store.RestoreStats{}, fromStatus(op, err)
+		return vaultapi.RestoreStats{}, rpc.FromStatus(op, err)
 	}
-	return store.RestoreStats{Restored: int(rep.Restored), Maps: int(rep.Maps), Skipped: int(rep.Skipped)}, nil
+	return vaultapi.RestoreStats{Restored: int(rep.Restored), Maps: int(rep.Maps), Skipped: int(rep.Skipped)}, nil
 }
 
 // Rotate rotates the key epoch.
-func (c *Client) Rotate(ctx context.Context) (keys.Rotation, error) {
+func (c *Client) Rotate(ctx context.Context) (vaultapi.Rotation, error) {
 	r, err := c.c.Rotate(ctx, &vaultpb.RotateRequest{})
 	if err != nil {
-		return keys.Rotation{}, fromStatus("rotate", err)
+		return vaultapi.Rotation{}, rpc.FromStatus("rotate", err)
 	}
-	return keys.Rotation{From: r.From, To: r.To, Rewrapped: int(r.Rewrapped), Dropped: int(r.Dropped)}, nil
+	return vaultapi.Rotation{From: r.From, To: r.To, Rewrapped: int(r.Rewrapped), Dropped: int(r.Dropped)}, nil
 }
 
 // ProveErasure streams a backup to the vault, which restores it into a
 // scratch store and reports whether the destroyed lease's map is
 // undecryptable while the live one's (if given) decrypts.
-func (c *Client) ProveErasure(ctx context.Context, backup io.Reader, destroyed, live string) (service.Report, error) {
+func (c *Client) ProveErasure(ctx context.Context, backup io.Reader, destroyed, live string) (vaultapi.Report, error) {
 	const op = "prove-erasure"
 	s, err := c.c.ProveErasure(ctx)
 	if err != nil {
-		return service.Report{}, fromStatus(op, err)
+		return vaultapi.Report{}, rpc.FromStatus(op, err)
 	}
 	err = sendAll(backup, s.Send, func(d []byte, first bool) *vaultpb.ProveErasureChunk {
 		m := &vaultpb.ProveErasureChunk{Data: d}
@@ -393,17 +392,17 @@ func (c *Client) ProveErasure(ctx context.Context, backup io.Reader, destroyed, 
 	})
 	if err != nil && !errors.Is(err, io.EOF) {
 		if _, rerr := s.CloseAndRecv(); rerr != nil {
-			return service.Report{}, fromStatus(op, rerr)
+			return vaultapi.Report{}, rpc.FromStatus(op, rerr)
 		}
-		return service.Report{}, &service.Error{Op: op, Err: err}
+		return vaultapi.Report{}, vaultapi.Fail(op, err)
 	}
 	rep, err := s.CloseAndRecv()
 	if err != nil {
-		return service.Report{}, fromStatus(op, err)
+		return vaultapi.Report{}, rpc.FromStatus(op, err)
 	}
-	var out service.Report
-	if err := canon.Unmarshal(rep.ReportJson, &out, canon.Options{}); err != nil || out.Schema != service.ErasureSchema {
-		return service.Report{}, &service.Error{Op: op, Err: service.ErrInternal}
+	var out vaultapi.Report
+	if err := canon.Unmarshal(rep.ReportJson, &out, canon.Options{}); err != nil || out.Schema != vaultapi.ErasureSchema {
+		return vaultapi.Report{}, vaultapi.Fail(op, vaultapi.ErrInternal)
 	}
 	return out, nil
 }

@@ -1,24 +1,24 @@
-package api
+package rpc
 
 import (
 	"github.com/privacycut/privacycut/vault/internal/vaultpb"
 	"github.com/privacycut/privacycut/vault/seal"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
-// sealedToWire carries a sealed request as is: nothing in it is plaintext.
-func sealedToWire(r seal.Request) *vaultpb.SealedValues {
+// SealedToWire carries a sealed request as is: nothing in it is plaintext.
+func SealedToWire(r seal.Request) *vaultpb.SealedValues {
 	return &vaultpb.SealedValues{
 		EphemeralPublicKey: r.Ephemeral[:], RecipientPublicKey: r.Recipient[:],
 		Categories: r.Categories, CategoryIndex: r.Index, Lengths: r.Lengths, Sealed: r.Sealed,
 	}
 }
 
-// sealedFromWire checks the key sizes of a sealed request off the wire;
+// SealedFromWire checks the key sizes of a sealed request off the wire;
 // the rest is checked and authenticated by seal.KeyPair.Open.
-func sealedFromWire(op, field string, m *vaultpb.SealedValues) (seal.Request, error) {
+func SealedFromWire(op, field string, m *vaultpb.SealedValues) (seal.Request, error) {
 	if m == nil || len(m.EphemeralPublicKey) != seal.KeySize || len(m.RecipientPublicKey) != seal.KeySize {
-		return seal.Request{}, &service.Error{Op: op, Field: field, Err: service.ErrInvalid}
+		return seal.Request{}, vaultapi.Invalid(op, field)
 	}
 	return seal.Request{
 		Ephemeral: [seal.KeySize]byte(m.EphemeralPublicKey), Recipient: [seal.KeySize]byte(m.RecipientPublicKey),

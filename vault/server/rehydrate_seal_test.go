@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"bytes"
@@ -11,9 +11,11 @@ import (
 
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/internal/rpc"
 	"github.com/privacycut/privacycut/vault/internal/vaultpb"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -27,7 +29,7 @@ func wireHeader(t testing.TB, req service.RehydrateRequest, size uint64) *vaultp
 		ReturnDigest: req.Claim.ReturnDigest, ReturnSize: size, Schema: req.Schema,
 		CutExpiry: req.CutExpiry.UTC().Format(time.RFC3339Nano), Retention: req.Retention,
 		PolicyRevision: req.PolicyRevision, VerifierRevision: req.VerifierRevision, LabelDigest: req.LabelDigest,
-		EvidenceKey: sealedToWire(req.EvidenceKey)}
+		EvidenceKey: rpc.SealedToWire(req.EvidenceKey)}
 }
 
 // replyRecorder is the server side of a Rehydrate stream without a
@@ -63,11 +65,11 @@ func (r *replyRecorder) Send(m *vaultpb.RehydrateReply) error {
 }
 
 // chunksOf is the request stream of a header and a return, in pieces of
-// rehydrateChunk bytes, as Client.Rehydrate sends it.
+// rpc.RehydrateChunk bytes, as Client.Rehydrate sends it.
 func chunksOf(h *vaultpb.RehydrateHeader, ret []byte) []*vaultpb.RehydrateChunk {
 	msgs := []*vaultpb.RehydrateChunk{{Header: h}}
 	for len(ret) > 0 {
-		k := min(len(ret), rehydrateChunk)
+		k := min(len(ret), rpc.RehydrateChunk)
 		msgs = append(msgs, &vaultpb.RehydrateChunk{Data: ret[:k]})
 		ret = ret[k:]
 	}
@@ -83,7 +85,7 @@ func chunksOf(h *vaultpb.RehydrateHeader, ret []byte) []*vaultpb.RehydrateChunk 
 // carry the values); another key fails authentication. (That the pieces
 // are bound to their lease and return is seal's TestOutputRefused.)
 func TestRehydrateReplySealed(t *testing.T) {
-	f := start(t, ServerOptions{})
+	f := start(t, Options{})
 	ek := newEvidenceKey(t)
 	ps := rhPairs()
 	canaries := [][]byte{ps[0].Value, ps[1].Value}
@@ -91,7 +93,7 @@ func TestRehydrateReplySealed(t *testing.T) {
 	f.bind(t, res)
 	note := strings.Repeat("prose ", 200)
 	var d, w rhDoc
-	for len(d.Items)*len(note) < 2*rehydrateChunk+rehydrateChunk/2 {
+	for len(d.Items)*len(note) < 2*rpc.RehydrateChunk+rpc.RehydrateChunk/2 {
 		d.Items = append(d.Items, rhItem{Owner: res.Tokens[0], Team: res.Tokens[1], Note: note})
 		w.Items = append(w.Items, rhItem{Owner: string(ps[0].Value), Team: string(ps[1].Value), Note: note})
 	}
@@ -109,7 +111,7 @@ func TestRehydrateReplySealed(t *testing.T) {
 		t.Fatalf("Rehydrate: %v", err)
 	}
 	if len(ss.sent) < 3 {
-		t.Fatalf("%d reply messages for an output of %d bytes, want one per %d-byte piece", len(ss.sent), len(want), rehydrateChunk)
+		t.Fatalf("%d reply messages for an output of %d bytes, want one per %d-byte piece", len(ss.sent), len(want), rpc.RehydrateChunk)
 	}
 	var all []byte
 	for i, b := range ss.wire {
@@ -163,7 +165,7 @@ func TestRehydrateReplySealed(t *testing.T) {
 // refused before the lease is touched, with an error that names the field
 // only; a retry with a key then succeeds.
 func TestRehydrateOutputKeyRefused(t *testing.T) {
-	f := start(t, ServerOptions{})
+	f := start(t, Options{})
 	ek := newEvidenceKey(t)
 	ps := rhPairs()
 	res := f.grant(t, ps)
@@ -174,9 +176,9 @@ func TestRehydrateOutputKeyRefused(t *testing.T) {
 		h := wireHeader(t, req, uint64(len(ret)))
 		h.OutputKey = k
 		ss := &replyRecorder{ctx: ctx, in: chunksOf(h, ret)}
-		err := fromStatus("rehydrate", (&handler{v: f.v}).Rehydrate(ss))
-		var se *service.Error
-		if !errors.As(err, &se) || !errors.Is(err, service.ErrInvalid) || se.Field != "output_key" || len(ss.sent) > 0 {
+		err := rpc.FromStatus("rehydrate", (&handler{v: f.v}).Rehydrate(ss))
+		var se *vaultapi.Error
+		if !errors.As(err, &se) || !errors.Is(err, vaultapi.ErrInvalid) || se.Field != "output_key" || len(ss.sent) > 0 {
 			t.Errorf("output key %x: %v, %d replies; want invalid output_key and none", k, err, len(ss.sent))
 		}
 		if err != nil && len(vaulttest.FindRaw([]byte(err.Error()), [][]byte{ps[0].Value, ps[1].Value, []byte(res.Tokens[0])})) > 0 {

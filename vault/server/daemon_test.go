@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"bytes"
@@ -14,9 +14,11 @@ import (
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
@@ -50,9 +52,9 @@ func newVaultd(t *testing.T, bin string) *vaulttest.Daemon {
 
 // clientOf dials the daemon's socket; the client is closed when the test
 // ends.
-func clientOf(d *vaulttest.Daemon) *Client {
+func clientOf(d *vaulttest.Daemon) *client.Client {
 	d.T.Helper()
-	c, err := Dial(d.Sock)
+	c, err := client.Dial(d.Sock)
 	if err != nil {
 		d.T.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func wrapsOf(d *vaulttest.Daemon, id string) []string {
 
 // daemonGrant grants and binds a lease over ps through c, with the
 // purpose the test schemas mark.
-func daemonGrant(t *testing.T, c *Client, ps []seal.Pair) service.CreateResult {
+func daemonGrant(t *testing.T, c *client.Client, ps []seal.Pair) service.CreateResult {
 	t.Helper()
 	sealed, err := c.Seal(ctx, ps)
 	if err != nil {
@@ -144,7 +146,7 @@ func TestDaemonRehydrate(t *testing.T) {
 		t.Errorf("the consumed lease keeps wrapped keys %v", w)
 	}
 	_, err = c.Rehydrate(ctx, rhRequest(t, c, a.Lease.ID, schema, ret, ek))
-	if service.CodeOf(err) != receipts.LeaseNotActive {
+	if vaultapi.CodeOf(err) != receipts.LeaseNotActive {
 		t.Errorf("replay after consume: %v", err)
 	}
 
@@ -178,7 +180,7 @@ func TestDaemonRehydrate(t *testing.T) {
 		for try := range 2 {
 			_, err := c.Rehydrate(ctx, rhRequest(t, c, own.Lease.ID, schema, bad, ek))
 			var r *receipts.Refusal
-			if service.CodeOf(err) != tc.code || !errors.As(err, &r) || r.Path != tc.path {
+			if vaultapi.CodeOf(err) != tc.code || !errors.As(err, &r) || r.Path != tc.path {
 				t.Errorf("%s, try %d: %v, want %s at %s", tc.name, try, err, tc.code, tc.path)
 			}
 			if hits := vaulttest.FindRaw([]byte(err.Error()), append(canaries, []byte(own.Tokens[0]), []byte(own.Tokens[1]), []byte(other.Tokens[0]))); len(hits) > 0 {
@@ -283,7 +285,7 @@ func TestDaemonRehydrateCrashPoints(t *testing.T) {
 				if in.Key != service.KeyDestroyed || !in.Lease.KeyDestroyed || len(wrapsOf(d, in.Lease.ID)) > 0 {
 					t.Errorf("terminal lease keeps its key: key %v, recorded %v, wraps %v", in.Key, in.Lease.KeyDestroyed, wrapsOf(d, in.Lease.ID))
 				}
-				if _, err := c.Rehydrate(ctx, retry); service.CodeOf(err) != receipts.LeaseNotActive {
+				if _, err := c.Rehydrate(ctx, retry); vaultapi.CodeOf(err) != receipts.LeaseNotActive {
 					t.Errorf("retry after a crash past the consume: %v, want LEASE_NOT_ACTIVE", err)
 				}
 				return

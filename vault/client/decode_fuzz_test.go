@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bytes"
@@ -11,20 +11,19 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/harden"
-	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
 // FuzzDecodeLease: the client's decodeLease never panics. It accepts only
-// a lease passing lease.Check; a refusal is a *service.Error whose text is
+// a lease passing lease.Check; a refusal is a *vaultapi.Error whose text is
 // one of two fixed texts (ErrInternal for a record that does not decode,
 // LEASE_UNRECOVERABLE for a lease that fails Check), so no byte of the
 // record reaches the caller. (A refusal may come with the partly decoded
 // lease; every caller drops it.) An accepted lease, written as the server
-// writes it (leaseJSON), decodes back to itself and re-encodes to the same
+// writes it (encoding/json), decodes back to itself and re-encodes to the same
 // bytes.
 func FuzzDecodeLease(f *testing.F) {
 	const canary = "CANARY-5e8a-ledger"
@@ -39,7 +38,7 @@ func FuzzDecodeLease(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	rec, err := leaseJSON(l)
+	rec, err := json.Marshal(l)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -55,11 +54,11 @@ func FuzzDecodeLease(f *testing.F) {
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		l, err := decodeLease("claim", rec)
 		if err != nil {
-			var e *service.Error
+			var e *vaultapi.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("refusal %T: %v", err, err)
 			}
-			if msg := err.Error(); msg != "vault: claim: "+service.ErrInternal.Error() && msg != "vault: claim: "+string(receipts.LeaseUnrecoverable) {
+			if msg := err.Error(); msg != "vault: claim: "+vaultapi.ErrInternal.Error() && msg != "vault: claim: "+string(receipts.LeaseUnrecoverable) {
 				t.Fatalf("refusal text %q", msg)
 			}
 			return
@@ -67,7 +66,7 @@ func FuzzDecodeLease(f *testing.F) {
 		if err := l.Check(); err != nil {
 			t.Fatalf("accepted a lease that fails Check: %v", err)
 		}
-		enc, err := leaseJSON(l)
+		enc, err := json.Marshal(l)
 		if err != nil {
 			t.Fatalf("accepted lease does not encode: %v", err)
 		}
@@ -78,7 +77,7 @@ func FuzzDecodeLease(f *testing.F) {
 		if diff := cmp.Diff(l, l2); diff != "" {
 			t.Fatalf("lease changed through leaseJSON (-decoded +re-decoded):\n%s", diff)
 		}
-		if enc2, err := leaseJSON(l2); err != nil || !bytes.Equal(enc, enc2) {
+		if enc2, err := json.Marshal(l2); err != nil || !bytes.Equal(enc, enc2) {
 			t.Fatalf("encoding is not stable: %s, then %s (%v)", enc, enc2, err)
 		}
 	})

@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"bytes"
@@ -14,9 +14,12 @@ import (
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
+	"github.com/privacycut/privacycut/vault/client"
+	"github.com/privacycut/privacycut/vault/internal/rpc"
 	"github.com/privacycut/privacycut/vault/internal/vaultpb"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -85,7 +88,7 @@ func newEvidenceKey(t testing.TB) *receipts.EvidenceKey {
 }
 
 // rhRequest is a rehydration request for ret under lease id, through c.
-func rhRequest(t testing.TB, c *Client, id string, schema, ret []byte, ek *receipts.EvidenceKey) service.RehydrateRequest {
+func rhRequest(t testing.TB, c *client.Client, id string, schema, ret []byte, ek *receipts.EvidenceKey) service.RehydrateRequest {
 	t.Helper()
 	sealed, err := c.SealEvidenceKey(ctx, ek)
 	if err != nil {
@@ -105,7 +108,7 @@ func rhRequest(t testing.TB, c *Client, id string, schema, ret []byte, ek *recei
 // substituted with a keyed receipt and a consumed lease; a refusal arrives
 // with its code, path and position; a replay is LEASE_NOT_ACTIVE.
 func TestRehydrateRoundTrip(t *testing.T) {
-	f := start(t, ServerOptions{})
+	f := start(t, Options{})
 	ek := newEvidenceKey(t)
 	ps := rhPairs()
 	res := f.grant(t, ps)
@@ -116,7 +119,7 @@ func TestRehydrateRoundTrip(t *testing.T) {
 	bad := rhDoc{Items: []rhItem{{Owner: res.Tokens[0]}, {Note: res.Tokens[1]}}}.bytes(t)
 	_, err := f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, schema, bad, ek))
 	var r *receipts.Refusal
-	if service.CodeOf(err) != receipts.TokenWrongPath || !errors.As(err, &r) {
+	if vaultapi.CodeOf(err) != receipts.TokenWrongPath || !errors.As(err, &r) {
 		t.Fatalf("refusal across the socket: %v", err)
 	}
 	if diff := cmp.Diff(&receipts.Refusal{Code: receipts.TokenWrongPath, Part: -1, Kind: "return", Path: "$.items[1].note",
@@ -158,7 +161,7 @@ func TestRehydrateRoundTrip(t *testing.T) {
 		t.Errorf("lease %v key destroyed %v", out.Lease.State, out.Lease.KeyDestroyed)
 	}
 	_, err = f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, schema, ret, ek))
-	if service.CodeOf(err) != receipts.LeaseNotActive {
+	if vaultapi.CodeOf(err) != receipts.LeaseNotActive {
 		t.Errorf("replay: %v", err)
 	}
 	// A schema refusal carries a refusal of kind schema.
@@ -166,22 +169,22 @@ func TestRehydrateRoundTrip(t *testing.T) {
 	f.bind(t, res)
 	_, err = f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, []byte(`{"type":"integer"}`), ret, ek))
 	var se *receipts.Refusal
-	if service.CodeOf(err) != receipts.MalformedRecord || !errors.As(err, &se) || se.Line != 1 || se.Column != 9 {
+	if vaultapi.CodeOf(err) != receipts.MalformedRecord || !errors.As(err, &se) || se.Line != 1 || se.Column != 9 {
 		t.Errorf("schema refusal: %v", err)
 	}
 }
 
 // TestRehydrateLargeReturn streams a return and an output larger than one
-// gRPC message (MaxMessage) through the socket.
+// gRPC message (rpc.MaxMessage) through the socket.
 func TestRehydrateLargeReturn(t *testing.T) {
-	f := start(t, ServerOptions{})
+	f := start(t, Options{})
 	ek := newEvidenceKey(t)
 	ps := rhPairs()
 	res := f.grant(t, ps)
 	f.bind(t, res)
 	note := strings.Repeat("prose ", 1000)
 	var d, w rhDoc
-	for len(d.Items)*len(note) < MaxMessage+MaxMessage/2 {
+	for len(d.Items)*len(note) < rpc.MaxMessage+rpc.MaxMessage/2 {
 		d.Items = append(d.Items, rhItem{Owner: res.Tokens[0], Note: note})
 		w.Items = append(w.Items, rhItem{Owner: string(ps[0].Value), Note: note})
 	}
@@ -198,7 +201,7 @@ func TestRehydrateLargeReturn(t *testing.T) {
 // TestRehydrateConcurrentAPI: N goroutines rehydrate one lease through the
 // socket; exactly one gets the output.
 func TestRehydrateConcurrentAPI(t *testing.T) {
-	f := start(t, ServerOptions{})
+	f := start(t, Options{})
 	ek := newEvidenceKey(t)
 	ps := rhPairs()
 	res := f.grant(t, ps)
@@ -227,7 +230,7 @@ func TestRehydrateConcurrentAPI(t *testing.T) {
 	wg.Wait()
 	wins := 0
 	for i, err := range errs {
-		switch service.CodeOf(err) {
+		switch vaultapi.CodeOf(err) {
 		case "":
 			if err != nil {
 				t.Errorf("rehydration %d: %v", i, err)
@@ -253,7 +256,7 @@ func TestRehydrateConcurrentAPI(t *testing.T) {
 // TestRehydrateStreamChecks: the server refuses a stream whose header is
 // missing or repeated, or whose return is longer or shorter than declared.
 func TestRehydrateStreamChecks(t *testing.T) {
-	f := start(t, ServerOptions{})
+	f := start(t, Options{})
 	ek := newEvidenceKey(t)
 	res := f.grant(t, rhPairs())
 	f.bind(t, res)
@@ -298,9 +301,10 @@ func TestRehydrateStreamChecks(t *testing.T) {
 			return h
 		}(), Data: ret}}, codes.InvalidArgument, "cut_expiry"},
 	}
+	raw := rawClient(t, f.sock)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := f.c.c.Rehydrate(ctx)
+			s, err := raw.Rehydrate(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,8 +316,8 @@ func TestRehydrateStreamChecks(t *testing.T) {
 			s.CloseSend()
 			_, err = s.Recv()
 			st, _ := status.FromError(err)
-			e := fromStatus("rehydrate", err)
-			var se *service.Error
+			e := rpc.FromStatus("rehydrate", err)
+			var se *vaultapi.Error
 			if st.Code() != tc.code || !errors.As(e, &se) || se.Field != tc.field {
 				t.Errorf("status %v (%v), want %v field %s", st.Code(), e, tc.code, tc.field)
 			}
@@ -321,40 +325,5 @@ func TestRehydrateStreamChecks(t *testing.T) {
 	}
 	if in, _ := f.c.Show(ctx, res.Lease.ID); in.Lease.State != lease.Active {
 		t.Errorf("refused streams left the lease %v", in.Lease.State)
-	}
-}
-
-// TestReturnRefusalDetail: the detail is carried for return and schema
-// refusals, and a detail outside its alphabet or bounds is dropped (the
-// code remains).
-func TestReturnRefusalDetail(t *testing.T) {
-	ref := &receipts.Refusal{Code: receipts.TokenNotIssued, Part: -1, Kind: "return", Path: "$.a[3].b-c_d", Line: 2, Column: 7, Length: 52, Reason: "not exactly a token"}
-	err := fromStatus("rehydrate", toStatus("rehydrate", &service.Error{Code: ref.Code, Op: "rehydrate", Field: "return", Err: ref}))
-	var got *receipts.Refusal
-	if !errors.As(err, &got) || !cmp.Equal(ref, got) || service.CodeOf(err) != ref.Code {
-		t.Errorf("refusal round trip: %v", err)
-	}
-	sch := &receipts.Refusal{Code: receipts.UnknownCategory, Part: -1, Kind: "schema", Line: 4, Column: 1, Length: 9, Reason: "unknown category"}
-	err = fromStatus("rehydrate", toStatus("rehydrate", &service.Error{Code: sch.Code, Op: "rehydrate", Field: "schema", Err: sch}))
-	var gs *receipts.Refusal
-	if !errors.As(err, &gs) || !cmp.Equal(sch, gs) {
-		t.Errorf("schema error round trip: %v", err)
-	}
-	for _, rr := range []*vaultpb.ReturnRefusal{
-		{Document: "return", Path: "$.a\"pcv:", Line: 1, Column: 1},
-		{Document: "return", Path: "a", Line: 1, Column: 1},
-		{Document: "return", Path: "$.a", Line: -1},
-		{Document: "return", Path: "$.a", Reason: "VAULTD\n"},
-		{Document: "return", Path: "$.a", Reason: strings.Repeat("x", 200)},
-		{Document: "schema", Path: "$.a"},
-		{Document: "other"},
-	} {
-		st, _ := status.New(codes.InvalidArgument, "x").WithDetails(
-			&vaultpb.Refusal{Code: string(receipts.TokenNotIssued), Op: "rehydrate", Kind: "refusal"}, rr)
-		err := fromStatus("rehydrate", st.Err())
-		var e *service.Error
-		if !errors.As(err, &e) || e.Code != receipts.TokenNotIssued || e.Err != nil {
-			t.Errorf("detail %v: %#v, want the code alone", rr, err)
-		}
 	}
 }

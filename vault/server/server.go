@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"context"
@@ -16,26 +16,19 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/lease"
+	"github.com/privacycut/privacycut/vault/internal/rpc"
 	"github.com/privacycut/privacycut/vault/internal/vaultpb"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
 	"github.com/privacycut/privacycut/vault/store"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// Message and stream limits.
-const (
-	// MaxMessage bounds one gRPC message in either direction (8 MiB): a
-	// grant's sealed values fit, since a map is at most 4 MiB.
-	MaxMessage = 8 << 20
-	// chunkSize is the size of backup and restore stream chunks.
-	chunkSize = 64 << 10
-)
-
-// ServerOptions configure NewServer.
-type ServerOptions struct {
+// Options configure New.
+type Options struct {
 	// AllowUIDs are the uids allowed to connect. Empty means only the uid
 	// the server runs as.
 	AllowUIDs []uint32
@@ -52,11 +45,11 @@ type Server struct {
 	rejected atomic.Uint64
 }
 
-// NewServer returns a server for v. Every connection's peer uid is read
+// New returns a server for v. Every connection's peer uid is read
 // with SO_PEERCRED during the transport handshake and checked against the
 // allow-list before gRPC reads any frame of it; every call re-checks the
 // uid from the connection's AuthInfo before its handler runs.
-func NewServer(v *service.Vault, opt ServerOptions) *Server {
+func New(v *service.Vault, opt Options) *Server {
 	s := &Server{allow: slices.Clone(opt.AllowUIDs), log: opt.Logger}
 	if len(s.allow) == 0 {
 		s.allow = []uint32{uint32(os.Geteuid())}
@@ -64,16 +57,16 @@ func NewServer(v *service.Vault, opt ServerOptions) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	creds := &peerCreds{allow: s.allowed, onReject: func(uid uint32) {
+	creds := &rpc.Creds{Allow: s.allowed, OnReject: func(uid uint32) {
 		s.rejected.Add(1)
-		s.log.Warn("api: connection refused: peer uid not on the allow-list", "uid", uid)
+		s.log.Warn("vaultd: connection refused: peer uid not on the allow-list", "uid", uid)
 	}}
 	s.grpc = grpc.NewServer(
 		grpc.Creds(creds),
 		grpc.UnaryInterceptor(s.unary),
 		grpc.StreamInterceptor(s.stream),
-		grpc.MaxRecvMsgSize(MaxMessage),
-		grpc.MaxSendMsgSize(MaxMessage),
+		grpc.MaxRecvMsgSize(rpc.MaxMessage),
+		grpc.MaxSendMsgSize(rpc.MaxMessage),
 		grpc.ConnectionTimeout(10*time.Second),
 	)
 	vaultpb.RegisterVaultServer(s.grpc, &handler{v: v})
@@ -96,11 +89,11 @@ func (s *Server) Calls() uint64 { return s.calls.Load() }
 func (s *Server) Rejected() uint64 { return s.rejected.Load() }
 
 // authorise re-checks the peer of a call.
-func (s *Server) authorise(ctx context.Context) (PeerInfo, error) {
-	p, ok := peerOf(ctx)
+func (s *Server) authorise(ctx context.Context) (rpc.PeerInfo, error) {
+	p, ok := rpc.PeerOf(ctx)
 	if !ok || !s.allowed(p.UID) {
-		s.log.Warn("api: call from a peer not on the allow-list refused")
-		return PeerInfo{}, toStatus("auth", &service.Error{Op: "auth", Err: ErrPeerRejected})
+		s.log.Warn("vaultd: call from a peer not on the allow-list refused")
+		return rpc.PeerInfo{}, rpc.ToStatus("auth", vaultapi.Fail("auth", vaultapi.ErrPeerRejected))
 	}
 	s.calls.Add(1)
 	return p, nil
@@ -147,20 +140,20 @@ func Listen(path string) (net.Listener, error) {
 	case err != nil:
 		return nil, err
 	case !fi.IsDir():
-		return nil, fmt.Errorf("api: socket directory %s is not a directory", dir)
+		return nil, fmt.Errorf("server: socket directory %s is not a directory", dir)
 	case fi.Mode().Perm()&0o077 != 0:
-		return nil, fmt.Errorf("api: socket directory %s has mode %#o; want 0700", dir, fi.Mode().Perm())
+		return nil, fmt.Errorf("server: socket directory %s has mode %#o; want 0700", dir, fi.Mode().Perm())
 	case !ownedByEUID(fi):
 		// Its owner could replace the socket with one of their own.
-		return nil, fmt.Errorf("api: socket directory %s is not owned by vaultd's uid", dir)
+		return nil, fmt.Errorf("server: socket directory %s is not owned by vaultd's uid", dir)
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("api: %s exists and is not a socket", path)
+			return nil, fmt.Errorf("server: %s exists and is not a socket", path)
 		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("api: a vault is already listening on %s", path)
+			return nil, fmt.Errorf("server: a vault is already listening on %s", path)
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, err
@@ -179,13 +172,13 @@ func Listen(path string) (net.Listener, error) {
 }
 
 func principal(ctx context.Context) string {
-	p, _ := peerOf(ctx)
+	p, _ := rpc.PeerOf(ctx)
 	return p.Principal()
 }
 
 func leaseJSON(l lease.Lease) ([]byte, error) { return json.Marshal(l) }
 
-func infoReply(in service.Info) (*vaultpb.LeaseReply, error) {
+func infoReply(in vaultapi.Info) (*vaultpb.LeaseReply, error) {
 	b, err := leaseJSON(in.Lease)
 	if err != nil {
 		return nil, err
@@ -197,11 +190,11 @@ func infoReply(in service.Info) (*vaultpb.LeaseReply, error) {
 func (s *handler) Status(ctx context.Context, _ *vaultpb.StatusRequest) (*vaultpb.StatusReply, error) {
 	st, err := s.v.Status()
 	if err != nil {
-		return nil, toStatus("status", err)
+		return nil, rpc.ToStatus("status", err)
 	}
 	p, err := json.Marshal(st.Profile)
 	if err != nil {
-		return nil, toStatus("status", err)
+		return nil, rpc.ToStatus("status", err)
 	}
 	r := &vaultpb.StatusReply{ProfileJson: p, Station: st.Station, Epoch: st.Epoch,
 		MaxLeaseS: int64(st.MaxLease / time.Second), Leases: map[string]uint64{}, ArenaError: st.ArenaError}
@@ -217,14 +210,14 @@ func (s *handler) Status(ctx context.Context, _ *vaultpb.StatusRequest) (*vaultp
 // CreateLease implements the CreateLease call.
 func (s *handler) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseRequest) (*vaultpb.CreateLeaseReply, error) {
 	const op = "create"
-	values, err := sealedFromWire(op, "values", req.Values)
+	values, err := rpc.SealedFromWire(op, "values", req.Values)
 	if err != nil {
-		return nil, toStatus(op, err)
+		return nil, rpc.ToStatus(op, err)
 	}
 	if req.LifetimeS < 0 || req.LifetimeS > int64(1<<62)/int64(time.Second) {
-		return nil, toStatus(op, &service.Error{Op: op, Field: "lifetime_s", Err: service.ErrInvalid})
+		return nil, rpc.ToStatus(op, vaultapi.Invalid(op, "lifetime_s"))
 	}
-	cr := service.CreateRequest{
+	cr := vaultapi.CreateRequest{
 		Run: req.Run, Attempt: req.Attempt, Target: req.Target, Purpose: req.Purpose,
 		SourceDigest: req.SourceDigest, Station: req.Station,
 		RemoteDeadlineS: req.RemoteDeadlineS, ReturnWindowS: req.ReturnWindowS,
@@ -233,11 +226,11 @@ func (s *handler) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseReque
 	}
 	res, err := s.v.CreateLease(ctx, principal(ctx), cr)
 	if err != nil {
-		return nil, toStatus(op, err)
+		return nil, rpc.ToStatus(op, err)
 	}
 	b, err := leaseJSON(res.Lease)
 	if err != nil {
-		return nil, toStatus(op, err)
+		return nil, rpc.ToStatus(op, err)
 	}
 	return &vaultpb.CreateLeaseReply{LeaseJson: b, Tokens: res.Tokens}, nil
 }
@@ -246,24 +239,24 @@ func (s *handler) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseReque
 func (s *handler) Bind(ctx context.Context, req *vaultpb.BindRequest) (*vaultpb.BindReply, error) {
 	err := s.v.Bind(ctx, principal(ctx), req.LeaseId, req.CutEvent, req.CandidateDigest, req.ExportDigest, req.Export)
 	if err != nil {
-		return nil, toStatus("bind", err)
+		return nil, rpc.ToStatus("bind", err)
 	}
 	return &vaultpb.BindReply{}, nil
 }
 
-func claimOf(req *vaultpb.ClaimRequest) service.ClaimRequest {
-	return service.ClaimRequest{Run: req.Run, Attempt: req.Attempt, Station: req.Station, ReturnDigest: req.ReturnDigest}
+func claimOf(req *vaultpb.ClaimRequest) vaultapi.ClaimRequest {
+	return vaultapi.ClaimRequest{Run: req.Run, Attempt: req.Attempt, Station: req.Station, ReturnDigest: req.ReturnDigest}
 }
 
 // Claim implements the Claim call.
 func (s *handler) Claim(ctx context.Context, req *vaultpb.ClaimRequest) (*vaultpb.LeaseReply, error) {
 	res, err := s.v.Claim(ctx, principal(ctx), req.LeaseId, claimOf(req))
 	if err != nil {
-		return nil, toStatus("claim", err)
+		return nil, rpc.ToStatus("claim", err)
 	}
 	b, err := leaseJSON(res.Lease)
 	if err != nil {
-		return nil, toStatus("claim", err)
+		return nil, rpc.ToStatus("claim", err)
 	}
 	return &vaultpb.LeaseReply{LeaseJson: b, Repeated: res.Repeated}, nil
 }
@@ -272,11 +265,11 @@ func (s *handler) Claim(ctx context.Context, req *vaultpb.ClaimRequest) (*vaultp
 func (s *handler) Consume(ctx context.Context, req *vaultpb.ClaimRequest) (*vaultpb.LeaseReply, error) {
 	l, err := s.v.Consume(ctx, principal(ctx), req.LeaseId, claimOf(req))
 	if err != nil {
-		return nil, toStatus("consume", err)
+		return nil, rpc.ToStatus("consume", err)
 	}
 	b, err := leaseJSON(l)
 	if err != nil {
-		return nil, toStatus("consume", err)
+		return nil, rpc.ToStatus("consume", err)
 	}
 	return &vaultpb.LeaseReply{LeaseJson: b}, nil
 }
@@ -285,11 +278,11 @@ func (s *handler) Consume(ctx context.Context, req *vaultpb.ClaimRequest) (*vaul
 func (s *handler) Revoke(ctx context.Context, req *vaultpb.LeaseRef) (*vaultpb.LeaseReply, error) {
 	l, err := s.v.Revoke(ctx, principal(ctx), req.LeaseId)
 	if err != nil {
-		return nil, toStatus("revoke", err)
+		return nil, rpc.ToStatus("revoke", err)
 	}
 	b, err := leaseJSON(l)
 	if err != nil {
-		return nil, toStatus("revoke", err)
+		return nil, rpc.ToStatus("revoke", err)
 	}
 	return &vaultpb.LeaseReply{LeaseJson: b}, nil
 }
@@ -298,13 +291,13 @@ func (s *handler) Revoke(ctx context.Context, req *vaultpb.LeaseRef) (*vaultpb.L
 func (s *handler) List(ctx context.Context, _ *vaultpb.ListRequest) (*vaultpb.ListReply, error) {
 	infos, err := s.v.List(ctx)
 	if err != nil {
-		return nil, toStatus("list", err)
+		return nil, rpc.ToStatus("list", err)
 	}
 	out := &vaultpb.ListReply{}
 	for _, in := range infos {
 		r, err := infoReply(in)
 		if err != nil {
-			return nil, toStatus("list", err)
+			return nil, rpc.ToStatus("list", err)
 		}
 		out.Leases = append(out.Leases, r)
 	}
@@ -315,11 +308,11 @@ func (s *handler) List(ctx context.Context, _ *vaultpb.ListRequest) (*vaultpb.Li
 func (s *handler) Show(ctx context.Context, req *vaultpb.LeaseRef) (*vaultpb.LeaseReply, error) {
 	in, err := s.v.Show(ctx, req.LeaseId)
 	if err != nil {
-		return nil, toStatus("show", err)
+		return nil, rpc.ToStatus("show", err)
 	}
 	r, err := infoReply(in)
 	if err != nil {
-		return nil, toStatus("show", err)
+		return nil, rpc.ToStatus("show", err)
 	}
 	return r, nil
 }
@@ -333,10 +326,10 @@ type chunkWriter struct {
 func (w *chunkWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
-		k := min(len(p), chunkSize-len(w.buf))
+		k := min(len(p), rpc.ChunkSize-len(w.buf))
 		w.buf = append(w.buf, p[:k]...)
 		p = p[k:]
-		if len(w.buf) == chunkSize {
+		if len(w.buf) == rpc.ChunkSize {
 			if err := w.flush(nil); err != nil {
 				return 0, err
 			}
@@ -350,17 +343,17 @@ func (w *chunkWriter) flush(stats *vaultpb.BackupStats) error {
 		return nil
 	}
 	err := w.send(&vaultpb.BackupChunk{Data: w.buf, Stats: stats})
-	w.buf = make([]byte, 0, chunkSize)
+	w.buf = make([]byte, 0, rpc.ChunkSize)
 	return err
 }
 
 // Backup implements the Backup call: the backup stream in chunks, with the
 // counts on the last message.
 func (s *handler) Backup(_ *vaultpb.BackupRequest, ss grpc.ServerStreamingServer[vaultpb.BackupChunk]) error {
-	w := &chunkWriter{send: ss.Send, buf: make([]byte, 0, chunkSize)}
+	w := &chunkWriter{send: ss.Send, buf: make([]byte, 0, rpc.ChunkSize)}
 	st, err := s.v.Backup(w)
 	if err != nil {
-		return toStatus("backup", err)
+		return rpc.ToStatus("backup", err)
 	}
 	return w.flush(&vaultpb.BackupStats{Leases: uint32(st.Leases), Maps: uint32(st.Maps), Bytes: st.Bytes})
 }
@@ -386,7 +379,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 		r.buf = b
 	}
 	if r.left <= 0 {
-		return 0, status.Error(codes.ResourceExhausted, "api: backup stream over its limit")
+		return 0, status.Error(codes.ResourceExhausted, "server: backup stream over its limit")
 	}
 	n := copy(p, r.buf[:min(int64(len(r.buf)), r.left)])
 	r.buf = r.buf[n:]
@@ -405,7 +398,7 @@ func (s *handler) Restore(ss grpc.ClientStreamingServer[vaultpb.RestoreChunk, va
 	}}
 	st, err := s.v.Restore(r)
 	if err != nil {
-		return toStatus("restore", err)
+		return rpc.ToStatus("restore", err)
 	}
 	return ss.SendAndClose(&vaultpb.RestoreReply{Restored: uint32(st.Restored), Maps: uint32(st.Maps), Skipped: uint32(st.Skipped)})
 }
@@ -414,7 +407,7 @@ func (s *handler) Restore(ss grpc.ClientStreamingServer[vaultpb.RestoreChunk, va
 func (s *handler) Rotate(ctx context.Context, _ *vaultpb.RotateRequest) (*vaultpb.RotateReply, error) {
 	r, err := s.v.Rotate()
 	if err != nil {
-		return nil, toStatus("rotate", err)
+		return nil, rpc.ToStatus("rotate", err)
 	}
 	return &vaultpb.RotateReply{From: r.From, To: r.To, Rewrapped: uint32(r.Rewrapped), Dropped: uint32(r.Dropped)}, nil
 }
@@ -425,7 +418,7 @@ func (s *handler) ProveErasure(ss grpc.ClientStreamingServer[vaultpb.ProveErasur
 	const op = "prove-erasure"
 	first, err := ss.Recv()
 	if err != nil {
-		return toStatus(op, &service.Error{Op: op, Field: "stream", Err: service.ErrInvalid})
+		return rpc.ToStatus(op, vaultapi.Invalid(op, "stream"))
 	}
 	r := &chunkReader{left: store.MaxBackup + 1, first: first.Data, recv: func() ([]byte, error) {
 		m, err := ss.Recv()
@@ -436,11 +429,11 @@ func (s *handler) ProveErasure(ss grpc.ClientStreamingServer[vaultpb.ProveErasur
 	}}
 	rep, err := s.v.ProveErasure(r, first.DestroyedLease, first.LiveLease)
 	if err != nil {
-		return toStatus(op, err)
+		return rpc.ToStatus(op, err)
 	}
 	b, err := json.Marshal(rep)
 	if err != nil {
-		return toStatus(op, err)
+		return rpc.ToStatus(op, err)
 	}
 	return ss.SendAndClose(&vaultpb.ProveErasureReply{ReportJson: b})
 }

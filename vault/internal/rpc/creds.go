@@ -1,4 +1,4 @@
-package api
+package rpc
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
@@ -25,19 +26,12 @@ func (PeerInfo) AuthType() string { return "peercred" }
 // Principal is the principal string the vault records: "uid:<n>".
 func (p PeerInfo) Principal() string { return "uid:" + strconv.FormatUint(uint64(p.UID), 10) }
 
-// ErrPeerRejected: the peer's uid is not on the allow-list.
-var ErrPeerRejected = errors.New("api: peer uid not on the allow-list")
-
-// ErrServerUntrusted: the process listening on the vault's socket runs as
-// a uid the client does not trust.
-var ErrServerUntrusted = errors.New("api: the vault's socket is served by an untrusted uid")
-
 // errNotUnix: the transport is not a unix socket, so it has no peer
 // credentials.
-var errNotUnix = errors.New("api: connection is not a unix socket")
+var errNotUnix = errors.New("rpc: connection is not a unix socket")
 
-// peerCred reads SO_PEERCRED of a unix connection.
-func peerCred(conn net.Conn) (PeerInfo, error) {
+// PeerCred reads SO_PEERCRED of a unix connection.
+func PeerCred(conn net.Conn) (PeerInfo, error) {
 	uc, ok := conn.(*net.UnixConn)
 	if !ok {
 		return PeerInfo{}, errNotUnix
@@ -62,61 +56,61 @@ func peerCred(conn net.Conn) (PeerInfo, error) {
 	}, nil
 }
 
-// peerCreds is the transport credential of both ends. On the server it
+// Creds is the transport credential of both ends. On the server it
 // reads every new connection's SO_PEERCRED during the handshake, before
 // gRPC reads a single frame, and refuses a uid that is not allowed: such a
 // connection is closed and no handler ever runs for it. On the client it
 // refuses a server whose uid it does not trust, and records the server's
 // credentials. It adds no encryption: the socket is local and its
 // directory is 0700.
-type peerCreds struct {
-	allow    func(uid uint32) bool // nil on the client
-	onReject func(uid uint32)
-	trust    func(uid uint32) bool // the client's check of the server; nil on the server
+type Creds struct {
+	Allow    func(uid uint32) bool // the server's allow-list; nil on the client
+	OnReject func(uid uint32)      // called for a refused peer; may be nil
+	Trust    func(uid uint32) bool // the client's check of the server; nil on the server
 }
 
-func (c *peerCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	info, err := peerCred(conn)
+func (c *Creds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	info, err := PeerCred(conn)
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
 	}
-	if c.allow == nil || !c.allow(info.UID) {
-		if c.onReject != nil {
-			c.onReject(info.UID)
+	if c.Allow == nil || !c.Allow(info.UID) {
+		if c.OnReject != nil {
+			c.OnReject(info.UID)
 		}
 		conn.Close()
-		return nil, nil, ErrPeerRejected
+		return nil, nil, vaultapi.ErrPeerRejected
 	}
 	return conn, info, nil
 }
 
-func (c *peerCreds) ClientHandshake(_ context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	info, err := peerCred(conn)
+func (c *Creds) ClientHandshake(_ context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	info, err := PeerCred(conn)
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
 	}
-	if c.trust == nil || !c.trust(info.UID) {
+	if c.Trust == nil || !c.Trust(info.UID) {
 		conn.Close()
-		return nil, nil, ErrServerUntrusted
+		return nil, nil, vaultapi.ErrServerUntrusted
 	}
 	return conn, info, nil
 }
 
-func (c *peerCreds) Info() credentials.ProtocolInfo {
+func (c *Creds) Info() credentials.ProtocolInfo {
 	return credentials.ProtocolInfo{SecurityProtocol: "peercred"}
 }
 
-func (c *peerCreds) Clone() credentials.TransportCredentials {
+func (c *Creds) Clone() credentials.TransportCredentials {
 	cp := *c
 	return &cp
 }
 
-func (c *peerCreds) OverrideServerName(string) error { return nil }
+func (c *Creds) OverrideServerName(string) error { return nil }
 
-// peerOf returns the authenticated peer of a call.
-func peerOf(ctx context.Context) (PeerInfo, bool) {
+// PeerOf returns the authenticated peer of a call.
+func PeerOf(ctx context.Context) (PeerInfo, bool) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
 		return PeerInfo{}, false

@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"bytes"
@@ -19,22 +19,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/harden"
+	"github.com/privacycut/privacycut/vault/internal/rpc"
+	"github.com/privacycut/privacycut/vault/internal/vaultpb"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 	"github.com/privacycut/privacycut/vault/vaulttest"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-const helperEnv = "VAULT_API_TEST_HELPER_SOCKET"
+const helperEnv = "VAULT_SERVER_TEST_HELPER_SOCKET"
 
 func TestMain(m *testing.M) {
 	if sock := os.Getenv(helperEnv); sock != "" {
 		os.Exit(helper(sock))
 	}
 	if err := harden.Apply(); err != nil {
-		fmt.Fprintln(os.Stderr, "api tests: cannot harden the test process:", err)
+		fmt.Fprintln(os.Stderr, "server tests: cannot harden the test process:", err)
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
@@ -43,7 +48,7 @@ func TestMain(m *testing.M) {
 // helper runs in a child process (as another uid): it calls Status and
 // prints "ok" or "refused: <sentinel>".
 func helper(sock string) int {
-	c, err := Dial(sock)
+	c, err := client.Dial(sock)
 	if err != nil {
 		fmt.Println("dial:", err)
 		return 1
@@ -53,9 +58,9 @@ func helper(sock string) int {
 	defer cancel()
 	if _, err := c.Status(ctx); err != nil {
 		switch {
-		case errors.Is(err, ErrUnavailable):
+		case errors.Is(err, vaultapi.ErrUnavailable):
 			fmt.Println("refused: unavailable")
-		case errors.Is(err, ErrPeerRejected):
+		case errors.Is(err, vaultapi.ErrPeerRejected):
 			fmt.Println("refused: peer")
 		default:
 			fmt.Println("refused: other:", err)
@@ -71,14 +76,14 @@ var ctx = context.Background()
 type fixture struct {
 	v      *service.Vault
 	srv    *Server
-	c      *Client
+	c      *client.Client
 	sock   string
 	keyDir string
 }
 
-func start(t testing.TB, opt ServerOptions) *fixture { return startIn(t, t.TempDir(), opt) }
+func start(t testing.TB, opt Options) *fixture { return startIn(t, t.TempDir(), opt) }
 
-func startIn(t testing.TB, d string, opt ServerOptions) *fixture {
+func startIn(t testing.TB, d string, opt Options) *fixture {
 	t.Helper()
 	v, err := service.Open(service.Options{StateDir: filepath.Join(d, "state"), KeyDir: filepath.Join(d, "keys"),
 		Station: "station-a", MaxLease: time.Hour, ArenaSize: 1 << 20, SweepInterval: -1})
@@ -93,9 +98,9 @@ func startIn(t testing.TB, d string, opt ServerOptions) *fixture {
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}
-	srv := NewServer(v, opt)
+	srv := New(v, opt)
 	go srv.Serve(l)
-	c, err := Dial(sock)
+	c, err := client.Dial(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +110,20 @@ func startIn(t testing.TB, d string, opt ServerOptions) *fixture {
 		v.Close()
 	})
 	return &fixture{v: v, srv: srv, c: c, sock: sock, keyDir: filepath.Join(d, "keys")}
+}
+
+// rawClient is a bare gRPC client of the socket, for streams the client
+// package would never send.
+func rawClient(t testing.TB, sock string) vaultpb.VaultClient {
+	t.Helper()
+	conn, err := grpc.NewClient("unix:"+sock,
+		grpc.WithTransportCredentials(&rpc.Creds{Trust: func(uint32) bool { return true }}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return vaultpb.NewVaultClient(conn)
 }
 
 func hexDigest(prefix string) string {
@@ -152,7 +171,7 @@ func (f *fixture) bind(t testing.TB, res service.CreateResult) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	f := start(t, ServerOptions{})
+	f := start(t, Options{})
 	st, err := f.c.Status(ctx)
 	if err != nil {
 		t.Fatalf("Status: %v", err)
@@ -208,7 +227,7 @@ func TestRoundTrip(t *testing.T) {
 // TestStreams moves a backup of several chunks through Backup, Restore and
 // ProveErasure (K2 over the socket, with its negative control).
 func TestStreams(t *testing.T) {
-	f := start(t, ServerOptions{})
+	f := start(t, Options{})
 	var all []seal.Pair
 	var ids []service.CreateResult
 	for range 3 {
@@ -223,7 +242,7 @@ func TestStreams(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Backup: %v", err)
 	}
-	if st.Leases != 3 || st.Maps != 3 || st.Bytes != int64(buf.Len()) || buf.Len() < 2*chunkSize {
+	if st.Leases != 3 || st.Maps != 3 || st.Bytes != int64(buf.Len()) || buf.Len() < 2*rpc.ChunkSize {
 		t.Fatalf("backup stats %+v for %d bytes", st, buf.Len())
 	}
 	vals := make([][]byte, len(all))
@@ -261,18 +280,18 @@ func TestStreams(t *testing.T) {
 	bad := bytes.Clone(pre)
 	bad[len(bad)/2] ^= 1
 	_, err = f.c.Restore(ctx, bytes.NewReader(bad))
-	if service.CodeOf(err) != receipts.MalformedRecord {
+	if vaultapi.CodeOf(err) != receipts.MalformedRecord {
 		t.Errorf("damaged restore: %v", err)
 	}
 }
 
 // TestErrorsCrossTheSocket: refusal codes and sentinels survive the wire.
 func TestErrorsCrossTheSocket(t *testing.T) {
-	f := start(t, ServerOptions{})
+	f := start(t, Options{})
 	res := f.grant(t, canaries(1, 1))
 	cr := service.ClaimRequest{Run: "run-1", Attempt: 1, Station: "station-a", ReturnDigest: hexDigest("sha256:")}
 	_, err := f.c.Claim(ctx, res.Lease.ID, cr) // unbound
-	if service.CodeOf(err) != receipts.LeaseNotActive {
+	if vaultapi.CodeOf(err) != receipts.LeaseNotActive {
 		t.Errorf("claim of an unbound lease: %v", err)
 	}
 	f.bind(t, res)
@@ -282,17 +301,17 @@ func TestErrorsCrossTheSocket(t *testing.T) {
 	cr2 := cr
 	cr2.ReturnDigest = hexDigest("sha256:")
 	_, err = f.c.Claim(ctx, res.Lease.ID, cr2)
-	if service.CodeOf(err) != receipts.LeaseClaimConflict {
+	if vaultapi.CodeOf(err) != receipts.LeaseClaimConflict {
 		t.Errorf("conflicting claim: %v", err)
 	}
-	if _, err := f.c.Show(ctx, "pcl:"+strings.Repeat("a", 26)); !errors.Is(err, service.ErrNotFound) {
+	if _, err := f.c.Show(ctx, "pcl:"+strings.Repeat("a", 26)); !errors.Is(err, vaultapi.ErrNotFound) {
 		t.Errorf("Show of an unknown lease: %v", err)
 	}
-	if _, err := f.c.Show(ctx, "junk"); !errors.Is(err, service.ErrInvalid) {
+	if _, err := f.c.Show(ctx, "junk"); !errors.Is(err, vaultapi.ErrInvalid) {
 		t.Errorf("Show of a malformed id: %v", err)
 	}
 	ex := exportOf(res.Tokens)
-	if err := f.c.Bind(ctx, res.Lease.ID, "evt:x", hexDigest("hmac-sha256:"), hexDigest("sha256:"), ex); !errors.Is(err, service.ErrInvalid) {
+	if err := f.c.Bind(ctx, res.Lease.ID, "evt:x", hexDigest("hmac-sha256:"), hexDigest("sha256:"), ex); !errors.Is(err, vaultapi.ErrInvalid) {
 		t.Errorf("Bind with a wrong digest: %v", err)
 	}
 	// The profile gate crosses too.
@@ -301,10 +320,10 @@ func TestErrorsCrossTheSocket(t *testing.T) {
 	sealed, _ := seal.Seal(mustStatus(t, f).SealKey, canaries(1, 1))
 	_, err = f.c.CreateLease(ctx, service.CreateRequest{Run: "r", Attempt: 1, Target: "https://t", Purpose: "p",
 		SourceDigest: hexDigest("hmac-sha256:"), Values: sealed})
-	if service.CodeOf(err) != receipts.VaultProfileNotProven {
+	if vaultapi.CodeOf(err) != receipts.VaultProfileNotProven {
 		t.Errorf("CreateLease with the profile not proven: %v", err)
 	}
-	if _, err := f.c.Rotate(ctx); service.CodeOf(err) != receipts.VaultProfileNotProven {
+	if _, err := f.c.Rotate(ctx); vaultapi.CodeOf(err) != receipts.VaultProfileNotProven {
 		t.Errorf("Rotate with the profile not proven: %v", err)
 	}
 }
@@ -318,48 +337,10 @@ func mustStatus(t *testing.T, f *fixture) service.Status {
 	return st
 }
 
-// TestErrorTable round-trips every row of the table and checks that an
-// unknown error becomes Internal without its message.
-func TestErrorTable(t *testing.T) {
-	for _, row := range errorTable {
-		name := row.kind + "/" + string(row.code)
-		t.Run(name, func(t *testing.T) {
-			in := &service.Error{Code: row.code, Op: "op", Field: "f", Err: row.sentinel}
-			if row.code != "" {
-				in.Err = nil
-			}
-			st := toStatus("op", in)
-			if got := status.Code(st); got != row.grpc {
-				t.Errorf("grpc code %v, want %v", got, row.grpc)
-			}
-			out := fromStatus("op", st)
-			var e *service.Error
-			if !errors.As(out, &e) || e.Code != row.code || e.Op != "op" {
-				t.Fatalf("round trip: %#v", out)
-			}
-			if row.sentinel != nil && !errors.Is(out, row.sentinel) {
-				t.Errorf("sentinel lost: %v", out)
-			}
-		})
-	}
-	secret := "VAULTD-CANARY-unknown-error"
-	st := toStatus("op", errors.New("disk exploded near "+secret))
-	if status.Code(st) != codes.Internal || strings.Contains(st.Error(), secret) || !strings.Contains(st.Error(), internalMessage) {
-		t.Errorf("unknown error: %v", st)
-	}
-	if !errors.Is(fromStatus("op", st), service.ErrInternal) {
-		t.Errorf("unknown error did not come back as ErrInternal")
-	}
-	// A status without a Refusal detail (transport failure) is ErrUnavailable.
-	if !errors.Is(fromStatus("op", status.Error(codes.Unavailable, "connection refused")), ErrUnavailable) {
-		t.Errorf("transport failure is not ErrUnavailable")
-	}
-}
-
 // TestInterceptorRequiresPeer: a call whose context has no peer
 // credentials is refused before the handler, and not counted.
 func TestInterceptorRequiresPeer(t *testing.T) {
-	srv := NewServer(nil, ServerOptions{AllowUIDs: []uint32{0}})
+	srv := New(nil, Options{AllowUIDs: []uint32{0}})
 	called := false
 	_, err := srv.unary(ctx, nil, nil, func(context.Context, any) (any, error) { called = true; return nil, nil })
 	if called || status.Code(err) != codes.PermissionDenied || srv.Calls() != 0 {
@@ -414,60 +395,6 @@ func TestListen(t *testing.T) {
 	}
 }
 
-// TestTrustedServer: the client trusts a vault running as root, as its own
-// uid or as a uid it was given, and no other.
-func TestTrustedServer(t *testing.T) {
-	trust := trustedServer(1000, []uint32{998})
-	for uid, want := range map[uint32]bool{0: true, 1000: true, 998: true, 65534: false, 1001: false} {
-		if trust(uid) != want {
-			t.Errorf("uid %d: trusted %v, want %v", uid, !want, want)
-		}
-	}
-}
-
-// TestClientRefusesUntrustedServer: a vault served by a uid the client does
-// not trust is refused when dialed, and, when it only appears after the
-// dial, in the handshake of the connection: no call reaches it.
-func TestClientRefusesUntrustedServer(t *testing.T) {
-	f := start(t, ServerOptions{})
-	ctx := context.Background()
-	self := uint32(os.Geteuid())
-	distrust := func(uid uint32) bool { return uid != self }
-	if _, err := dial(f.sock, distrust); !errors.Is(err, ErrServerUntrusted) {
-		t.Fatalf("dial: %v, want ErrServerUntrusted", err)
-	}
-	// The positive control: the same server, trusted.
-	c, err := dial(f.sock, func(uint32) bool { return true })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Status(ctx); err != nil {
-		t.Fatalf("trusted server: %v", err)
-	}
-	// Dialed before anyone listens, then served by the untrusted uid.
-	late := filepath.Join(t.TempDir(), "run", "late.sock")
-	lc, err := dial(late, distrust)
-	if err != nil {
-		t.Fatalf("dial before the server: %v", err)
-	}
-	defer lc.Close()
-	l, err := Listen(late)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := NewServer(f.v, ServerOptions{})
-	go srv.Serve(l)
-	defer srv.Stop()
-	before := srv.Calls()
-	if _, err := lc.Status(ctx); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("call to an untrusted server: %v, want ErrUnavailable", err)
-	}
-	if srv.Calls() != before {
-		t.Errorf("a call reached the untrusted server")
-	}
-}
-
 // TestPeerCredentials: a connection from a uid not on the allow-list is
 // refused in the transport handshake, before any handler runs; the same
 // helper on the allow-list gets through (positive control).
@@ -480,13 +407,13 @@ func TestPeerCredentials(t *testing.T) {
 	// a world-readable copy of the test binary and open the socket's
 	// directory and the socket itself (test only), so that the only thing
 	// that can refuse it is SO_PEERCRED.
-	dir, err := os.MkdirTemp("", "vault-api-peer-")
+	dir, err := os.MkdirTemp("", "vault-server-peer-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the fixtures' cleanups
 	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "api.test")
+	bin := filepath.Join(dir, "server.test")
 	src, err := os.ReadFile(os.Args[0])
 	if err != nil {
 		t.Fatal(err)
@@ -513,7 +440,7 @@ func TestPeerCredentials(t *testing.T) {
 		os.Chmod(p, 0o755)
 		return p
 	}
-	denied := startIn(t, sub("denied"), ServerOptions{}) // allow-list: root only
+	denied := startIn(t, sub("denied"), Options{}) // allow-list: root only
 	if out := run(denied); !strings.HasPrefix(out, "refused:") {
 		t.Fatalf("uid %d got through: %s", nobody, out)
 	}
@@ -521,7 +448,7 @@ func TestPeerCredentials(t *testing.T) {
 		t.Errorf("refused peer: %d calls reached a handler, %d rejections", denied.srv.Calls(), denied.srv.Rejected())
 	}
 
-	allowed := startIn(t, sub("allowed"), ServerOptions{AllowUIDs: []uint32{0, nobody}})
+	allowed := startIn(t, sub("allowed"), Options{AllowUIDs: []uint32{0, nobody}})
 	if out := run(allowed); out != "ok" {
 		t.Fatalf("allowed uid %d refused: %s", nobody, out)
 	}
@@ -530,34 +457,13 @@ func TestPeerCredentials(t *testing.T) {
 	}
 }
 
-// TestDecodeProfile: an unhardened daemon's profile (core limit
-// "unlimited", 2^64-1) still decodes; a foreign document does not.
-func TestDecodeProfile(t *testing.T) {
-	good := `{"schema":"VaultProfile@1","profile":"not_proven","arena":{"kind":"none","bytes":0,"locked":false},` +
-		`"dumpable":true,"core_limit":18446744073709551615,"traceback":"","swap":"none","reasons":["core_limit"],"items":[],"pid":7}`
-	p, err := decodeProfile([]byte(good))
-	if err != nil || p.CoreLimit != 1<<64-1 || p.Reasons[0] != "core_limit" {
-		t.Fatalf("decodeProfile: %+v %v", p, err)
-	}
-	for _, bad := range []string{
-		`{"schema":"Other@1"}`,
-		strings.Replace(good, `"pid":7`, `"pid":7,"extra":1`, 1),
-		good + `{}`,
-		`[`,
-	} {
-		if _, err := decodeProfile([]byte(bad)); err == nil {
-			t.Errorf("decodeProfile(%.40q…) succeeded", bad)
-		}
-	}
-}
-
 // TestSealKeyCache: Seal reuses the key of the client's last Status; after
 // the vault restarts (a new key pair) CreateLease refuses the stale seal
 // (ErrStaleKey) and the next Seal fetches the new key.
 func TestSealKeyCache(t *testing.T) {
 	d := t.TempDir()
-	f1 := startIn(t, d, ServerOptions{})
-	c, err := Dial(f1.sock)
+	f1 := startIn(t, d, Options{})
+	c, err := client.Dial(f1.sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +475,7 @@ func TestSealKeyCache(t *testing.T) {
 	f1.c.Close()
 	f1.srv.Stop()
 	f1.v.Close()
-	f2 := startIn(t, d, ServerOptions{})
+	f2 := startIn(t, d, Options{})
 	if mustStatus(t, f2).SealKey == old.SealKey {
 		t.Fatal("a restarted vault kept its seal key")
 	}
@@ -586,7 +492,7 @@ func TestSealKeyCache(t *testing.T) {
 			Lifetime: 30 * time.Minute, Values: sealed})
 		return err
 	}
-	if err := create(); !errors.Is(err, service.ErrStaleKey) {
+	if err := create(); !errors.Is(err, vaultapi.ErrStaleKey) {
 		t.Fatalf("CreateLease sealed to the old boot's key: %v, want ErrStaleKey", err)
 	}
 	if err := create(); err != nil {

@@ -1,0 +1,87 @@
+package rpc
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/internal/vaultpb"
+	"github.com/privacycut/privacycut/vault/vaultapi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// TestErrorTable round-trips every row of the table and checks that an
+// unknown error becomes Internal without its message.
+func TestErrorTable(t *testing.T) {
+	for _, row := range errorTable {
+		name := row.kind + "/" + string(row.code)
+		t.Run(name, func(t *testing.T) {
+			in := vaultapi.New(row.code, "op", "f", row.sentinel)
+			if row.code != "" {
+				in.Err = nil
+			}
+			st := ToStatus("op", in)
+			if got := status.Code(st); got != row.grpc {
+				t.Errorf("grpc code %v, want %v", got, row.grpc)
+			}
+			out := FromStatus("op", st)
+			var e *vaultapi.Error
+			if !errors.As(out, &e) || e.Code != row.code || e.Op != "op" {
+				t.Fatalf("round trip: %#v", out)
+			}
+			if row.sentinel != nil && !errors.Is(out, row.sentinel) {
+				t.Errorf("sentinel lost: %v", out)
+			}
+		})
+	}
+	secret := "VAULTD-CANARY-unknown-error"
+	st := ToStatus("op", errors.New("disk exploded near "+secret))
+	if status.Code(st) != codes.Internal || strings.Contains(st.Error(), secret) || !strings.Contains(st.Error(), internalMessage) {
+		t.Errorf("unknown error: %v", st)
+	}
+	if !errors.Is(FromStatus("op", st), vaultapi.ErrInternal) {
+		t.Errorf("unknown error did not come back as ErrInternal")
+	}
+	// A status without a Refusal detail (transport failure) is vaultapi.ErrUnavailable.
+	if !errors.Is(FromStatus("op", status.Error(codes.Unavailable, "connection refused")), vaultapi.ErrUnavailable) {
+		t.Errorf("transport failure is not vaultapi.ErrUnavailable")
+	}
+}
+
+// TestReturnRefusalDetail: the detail is carried for return and schema
+// refusals, and a detail outside its alphabet or bounds is dropped (the
+// code remains).
+func TestReturnRefusalDetail(t *testing.T) {
+	ref := &receipts.Refusal{Code: receipts.TokenNotIssued, Part: -1, Kind: "return", Path: "$.a[3].b-c_d", Line: 2, Column: 7, Length: 52, Reason: "not exactly a token"}
+	err := FromStatus("rehydrate", ToStatus("rehydrate", vaultapi.New(ref.Code, "rehydrate", "return", ref)))
+	var got *receipts.Refusal
+	if !errors.As(err, &got) || !cmp.Equal(ref, got) || vaultapi.CodeOf(err) != ref.Code {
+		t.Errorf("refusal round trip: %v", err)
+	}
+	sch := &receipts.Refusal{Code: receipts.UnknownCategory, Part: -1, Kind: "schema", Line: 4, Column: 1, Length: 9, Reason: "unknown category"}
+	err = FromStatus("rehydrate", ToStatus("rehydrate", vaultapi.New(sch.Code, "rehydrate", "schema", sch)))
+	var gs *receipts.Refusal
+	if !errors.As(err, &gs) || !cmp.Equal(sch, gs) {
+		t.Errorf("schema error round trip: %v", err)
+	}
+	for _, rr := range []*vaultpb.ReturnRefusal{
+		{Document: "return", Path: "$.a\"pcv:", Line: 1, Column: 1},
+		{Document: "return", Path: "a", Line: 1, Column: 1},
+		{Document: "return", Path: "$.a", Line: -1},
+		{Document: "return", Path: "$.a", Reason: "VAULTD\n"},
+		{Document: "return", Path: "$.a", Reason: strings.Repeat("x", 200)},
+		{Document: "schema", Path: "$.a"},
+		{Document: "other"},
+	} {
+		st, _ := status.New(codes.InvalidArgument, "x").WithDetails(
+			&vaultpb.Refusal{Code: string(receipts.TokenNotIssued), Op: "rehydrate", Kind: "refusal"}, rr)
+		err := FromStatus("rehydrate", st.Err())
+		var e *vaultapi.Error
+		if !errors.As(err, &e) || e.Code != receipts.TokenNotIssued || e.Err != nil {
+			t.Errorf("detail %v: %#v, want the code alone", rr, err)
+		}
+	}
+}
