@@ -12,7 +12,8 @@ import (
 )
 
 func init() {
-	register(&command{name: "check", summary: "coverage and refusals of a projection", run: runCheck})
+	register(&command{name: "check", synopsis: "--vocab V [--json] [--show-text] [--max-parents N] PROJ",
+		summary: "check that a projection is covered by closed-diagnostic@1: coverage and refusals only", run: runCheck})
 }
 
 // checkOK is the --json output of an accepted check (SPEC §12).
@@ -30,12 +31,12 @@ func runCheck(ctx context.Context, c *Cmd, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	showText := fs.Bool("show-text", false, "also print the refused text (local terminal only; not with --json)")
 	maxParents := fs.Int("max-parents", grammar.DefaultMaxParents, "distinct parents allowed in the joined label")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if *vocabPath == "" || len(pos) != 1 {
-		return usagef("usage: cut check --vocab V [--json] [--show-text] PROJ")
+		return c.usage()
 	}
 	if *maxParents < 1 {
 		return usagef("--max-parents must be positive")

@@ -209,12 +209,18 @@ func TestCheckUsage(t *testing.T) {
 	if code, _, _ := e.run(t, "check", "--vocab", e.vocab, filepath.Join(e.dir, "missing.json")); code != ExitError {
 		t.Errorf("missing file: exit %d, want 1", code)
 	}
-	// Help for a command with subcommands is its usage, not "unknown command".
-	for _, args := range [][]string{{"lease", "-h"}, {"vault", "--help"}, {"lease", "help"}} {
-		code, _, errb := e.run(t, args...)
-		if code != ExitUsage || !bytes.Contains(errb, []byte("usage: cut "+args[0])) || bytes.Contains(errb, []byte("unknown")) {
-			t.Errorf("%v: exit %d\n%s", args, code, errb)
+	// Help for a command with subcommands is its usage on stdout (exit 0),
+	// not "unknown command".
+	for _, args := range [][]string{{"lease", "-h"}, {"vault", "--help"}, {"lease", "help"}, {"help", "vault"}} {
+		code, out, errb := e.run(t, args...)
+		if code != ExitOK || !bytes.Contains(out, []byte("usage: cut "+args[len(args)-1])) && !bytes.Contains(out, []byte("usage: cut "+args[0])) ||
+			bytes.Contains(out, []byte("unknown")) || len(errb) != 0 {
+			t.Errorf("%v: exit %d\n%s\n%s", args, code, out, errb)
 		}
+	}
+	// Without its subcommand, a group prints its usage on stderr (exit 2).
+	if code, out, errb := e.run(t, "vault"); code != ExitUsage || len(out) != 0 || !bytes.Contains(errb, []byte("usage: cut vault")) {
+		t.Errorf("vault: exit %d\n%s\n%s", code, out, errb)
 	}
 }
 

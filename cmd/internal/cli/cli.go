@@ -17,9 +17,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
+	"github.com/privacycut/privacycut/cmd/internal/buildinfo"
 	"github.com/privacycut/privacycut/internal/bigbuf"
 )
 
@@ -45,20 +45,11 @@ func OSEnv() Env {
 	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 }
 
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, c *Cmd, args []string) error
-}
-
-var commands = map[string]*command{}
-
-func register(c *command) { commands[c.name] = c }
-
 // Cmd is one invocation of cut.
 type Cmd struct {
 	Env
 	name    string   // "cut check", for messages
+	cmd     *command // the command being run
 	frees   []func() // of the buffers from c.buffer, called when Run returns
 	closers []func() // of the command's pipelines, called before the frees
 }
@@ -98,35 +89,21 @@ func Run(ctx context.Context, args []string, env Env) int {
 	}
 	c := &Cmd{Env: env, name: "cut"}
 	defer c.release()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		c.usage()
-		if len(args) == 0 {
-			return ExitUsage
-		}
+	switch {
+	case len(args) == 0:
+		c.printTop(c.Stderr)
+		return ExitUsage
+	case isHelp(args[0]) && len(args) == 1:
+		c.printTop(c.Stdout)
+		return ExitOK
+	case args[0] == "help":
+		// cut help COMMAND is cut COMMAND -h.
+		return c.exit(ctx, c.dispatch(ctx, append(args[1:], "-h")))
+	case args[0] == "--version" || args[0] == "-version" || args[0] == "version":
+		fmt.Fprintln(c.Stdout, buildinfo.Version("cut"))
 		return ExitOK
 	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		c.errorf("unknown command %q", args[0])
-		c.usage()
-		return ExitUsage
-	}
-	c.name = "cut " + cmd.name
-	err := cmd.run(ctx, c, args[1:])
-	return c.exit(ctx, err)
-}
-
-func (c *Cmd) usage() {
-	fmt.Fprintln(c.Stderr, "usage: cut <command> [flags] [args]")
-	fmt.Fprintln(c.Stderr, "commands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(c.Stderr, "  %-10s %s\n", n, commands[n].summary)
-	}
+	return c.exit(ctx, c.dispatch(ctx, args))
 }
 
 func (c *Cmd) errorf(format string, args ...any) {
@@ -171,10 +148,16 @@ func (c *Cmd) exit(ctx context.Context, err error) int {
 	var re *refusedError
 	var ve *verifyError
 	switch {
-	case errors.As(err, &ue):
-		c.errorf("%s: %s", c.name, ue.msg)
+	case errors.Is(err, errHelpShown):
+		return ExitOK
+	case errors.Is(err, errUsageShown):
 		return ExitUsage
-	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &ue):
+		if strings.HasPrefix(ue.msg, "usage: ") {
+			fmt.Fprintln(c.Stderr, ue.msg)
+		} else {
+			c.errorf("%s: %s", c.name, ue.msg)
+		}
 		return ExitUsage
 	case errors.As(err, &re):
 		return ExitRefused
@@ -191,23 +174,27 @@ func (c *Cmd) exit(ctx context.Context, err error) int {
 	return ExitError
 }
 
-// flags returns a FlagSet that reports to stderr and never exits.
+// flags returns the FlagSet of the current command. It prints nothing
+// itself and never exits: parse prints help on stdout for -h, and a
+// flag error as one usage line.
 func (c *Cmd) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(c.Stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
 }
 
 // parse parses flags, allowing them to follow positional arguments
 // (`cut check PROJ --json`), and returns the positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+func (c *Cmd) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				c.printHelp(fs)
+				return nil, errHelpShown
 			}
-			return nil, &usageError{err.Error()}
+			return nil, &usageError{err.Error() + "\n(cut " + strings.TrimPrefix(c.name, "cut ") + " -h for its flags)"}
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -22,7 +22,8 @@ import (
 )
 
 func init() {
-	register(&command{name: "demo", summary: "the main job: a full reversible round trip with a report", run: runDemo})
+	register(&command{name: "demo", synopsis: "[--vault SOCK] [--keep] [--verifier plugin|inprocess]",
+		summary: "the main job: a full reversible round trip with an embedded vault, and a report", run: runDemo})
 }
 
 // demo holds one run of `cut demo`. Every file it writes — evidence key,
@@ -55,12 +56,12 @@ func runDemo(ctx context.Context, c *Cmd, args []string) error {
 	vault := fs.String("vault", "", "use this vaultd `socket` instead of an embedded vault (default $PRIVACYCUT_VAULT)")
 	keep := fs.Bool("keep", false, "keep the demo's temporary directory")
 	verifierMode := fs.String("verifier", "plugin", "plugin (out of process) or inprocess")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
-		return usagef("usage: cut demo [--vault SOCK] [--keep] [--verifier plugin|inprocess]")
+		return c.usage()
 	}
 	dir, err := os.MkdirTemp("", "privacycut-demo-")
 	if err != nil {

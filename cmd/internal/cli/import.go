@@ -13,10 +13,20 @@ import (
 )
 
 func init() {
-	register(&command{name: "import", summary: "a Projection@1 from govulncheck, OpenVEX or osv-scanner output", run: runImport})
+	registerGroup("import", "write a Projection@1 from a scanner's output")
+	for format, about := range map[string]string{
+		"govulncheck": "a Projection@1 from govulncheck -json output",
+		"openvex":     "a Projection@1 from an OpenVEX document",
+		"osv-scanner": "a Projection@1 from osv-scanner --format json output",
+	} {
+		register(&command{name: "import " + format,
+			synopsis: "--vocab V [--codeowners FILE [--module-dir D] [--repo-root P]] [--on-unknown refuse|drop] [--ask Q]… [-o F] [STREAM|-]",
+			summary:  about,
+			run: func(ctx context.Context, c *Cmd, args []string) error {
+				return runImport(ctx, c, format, args)
+			}})
+	}
 }
-
-const importUsage = "usage: cut import govulncheck|openvex|osv-scanner --vocab V [--codeowners FILE] [--on-unknown refuse|drop] [--ask Q]… [-o F] [STREAM|-]"
 
 var importers = map[string]func([]byte, *grammar.Vocabulary, importer.Options) (*importer.Result, error){
 	"govulncheck": importer.Govulncheck,
@@ -24,12 +34,8 @@ var importers = map[string]func([]byte, *grammar.Vocabulary, importer.Options) (
 	"osv-scanner": importer.OSVScanner,
 }
 
-func runImport(ctx context.Context, c *Cmd, args []string) error {
-	if len(args) == 0 || importers[args[0]] == nil {
-		return usagef(importUsage)
-	}
-	format, fn := args[0], importers[args[0]]
-	c.name = "cut import " + format
+func runImport(ctx context.Context, c *Cmd, format string, args []string) error {
+	fn := importers[format]
 	fs := c.flags("import " + format)
 	vocabPath := fs.String("vocab", "", "vocabulary `file` (Vocabulary@1)")
 	coPath := fs.String("codeowners", "", "CODEOWNERS `file`: owner.team and owner.person for each finding's file")
@@ -39,12 +45,12 @@ func runImport(ctx context.Context, c *Cmd, args []string) error {
 	repoRoot := fs.String("repo-root", "", "absolute `path` of the repository checkout, for absolute file names (CODEOWNERS matching)")
 	var asks stringList
 	fs.Var(&asks, "ask", "add an `ask` record with this vocabulary question in a query part; repeatable")
-	pos, err := parse(fs, args[1:])
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if *vocabPath == "" || len(pos) > 1 {
-		return usagef(importUsage)
+		return c.usage()
 	}
 	opt := importer.Options{ModuleDir: *moduleDir, RepoRoot: *repoRoot, Questions: asks}
 	switch *onUnknown {

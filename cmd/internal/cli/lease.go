@@ -10,28 +10,12 @@ import (
 )
 
 func init() {
-	register(&command{name: "lease", summary: "vaultd leases: list, show, revoke", run: runLease})
-}
-
-const leaseUsage = `usage: cut lease list [--json] [--vault SOCK]
-       cut lease show REF [--json] [--vault SOCK]
-       cut lease revoke REF [--json] [--vault SOCK]`
-
-func runLease(ctx context.Context, c *Cmd, args []string) error {
-	if len(args) == 0 || isHelp(args[0]) {
-		return usagef("%s", leaseUsage)
-	}
-	sub, rest := args[0], args[1:]
-	c.name = "cut lease " + sub
-	switch sub {
-	case "list":
-		return leaseList(ctx, c, rest)
-	case "show":
-		return leaseShow(ctx, c, rest)
-	case "revoke":
-		return leaseRevoke(ctx, c, rest)
-	}
-	return usagef("unknown lease command %q\n%s", sub, leaseUsage)
+	registerGroup("lease", "vaultd's leases: list, show, revoke")
+	register(
+		&command{name: "lease list", synopsis: "[--json] [--vault SOCK]", summary: "list the vault's leases and the state of their keys", run: leaseList},
+		&command{name: "lease show", synopsis: "[--json] [--vault SOCK] REF", summary: "show one lease", run: leaseShow},
+		&command{name: "lease revoke", synopsis: "[--json] [--vault SOCK] REF", summary: "revoke a lease: its data key is destroyed", run: leaseRevoke},
+	)
 }
 
 // leaseListOut is the --json output of cut lease list: every lease with
@@ -43,12 +27,12 @@ type leaseListOut struct {
 
 func leaseList(ctx context.Context, c *Cmd, args []string) error {
 	fs, f := c.vaultFlagSet("lease list")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
-		return usagef("usage: cut lease list [--json] [--vault SOCK]")
+		return c.usage()
 	}
 	cl, err := c.dial(f)
 	if err != nil {
@@ -80,12 +64,12 @@ func leaseList(ctx context.Context, c *Cmd, args []string) error {
 
 func leaseShow(ctx context.Context, c *Cmd, args []string) error {
 	fs, f := c.vaultFlagSet("lease show")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: cut lease show REF [--json] [--vault SOCK]")
+		return c.usage()
 	}
 	cl, err := c.dial(f)
 	if err != nil {
@@ -105,12 +89,12 @@ func leaseShow(ctx context.Context, c *Cmd, args []string) error {
 
 func leaseRevoke(ctx context.Context, c *Cmd, args []string) error {
 	fs, f := c.vaultFlagSet("lease revoke")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: cut lease revoke REF [--json] [--vault SOCK]")
+		return c.usage()
 	}
 	cl, err := c.dial(f)
 	if err != nil {

@@ -15,13 +15,12 @@ import (
 )
 
 func init() {
-	register(&command{name: "plan", summary: "write a DisclosurePlan@1 (plan init)", run: runPlan})
+	registerGroup("plan", "write a DisclosurePlan@1")
+	register(&command{name: "plan init", synopsis: "--vocab V --consumer KIND:ID --purpose P --target URL [--mode M] [--schema S] [--expires D] [--max-uses N] [--allow CATS] [--remote-deadline D] [--return-window D] [--station NAME] [--max-parents N] [-o F] PROJ",
+		summary: "write the DisclosurePlan@1 of a projection", run: runPlanInit})
 }
 
-func runPlan(ctx context.Context, c *Cmd, args []string) error {
-	if len(args) == 0 || args[0] != "init" {
-		return usagef("usage: cut plan init --vocab V --consumer KIND:ID --purpose P --target URL [--mode M] [--expires D] [-o F] PROJ")
-	}
+func runPlanInit(ctx context.Context, c *Cmd, args []string) error {
 	fs := c.flags("plan init")
 	vocabPath := fs.String("vocab", "", "vocabulary `file`")
 	consumer := fs.String("consumer", "", "consumer `KIND:ID`")
@@ -38,12 +37,12 @@ func runPlan(ctx context.Context, c *Cmd, args []string) error {
 	window := fs.Duration("return-window", time.Hour, "reversible: how long a return may wait for rehydration")
 	station := fs.String("station", "local", "reversible: the station allowed to rehydrate")
 	keyPath := fs.String("evidence-key", "", "evidence key `file`")
-	pos, err := parse(fs, args[1:])
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if *vocabPath == "" || *consumer == "" || *purpose == "" || *target == "" || len(pos) != 1 {
-		return usagef("usage: cut plan init --vocab V --consumer KIND:ID --purpose P --target URL [--mode M] [--expires D] [-o F] PROJ")
+		return c.usage()
 	}
 	if *expires <= 0 || *maxUses < 1 || *maxParents < 1 {
 		return usagef("--expires, --max-uses and --max-parents must be positive")

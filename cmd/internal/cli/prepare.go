@@ -17,7 +17,8 @@ import (
 )
 
 func init() {
-	register(&command{name: "prepare", summary: "cut a projection, verify it independently, seal it (CutBundle@1)", run: runPrepare})
+	register(&command{name: "prepare", synopsis: "--vocab V --plan P [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [-o BUNDLE] [--json] PROJ",
+		summary: "cut a projection, verify it independently, seal it (CutBundle@1)", run: runPrepare})
 }
 
 type prepareFlags struct {
@@ -43,12 +44,12 @@ func (c *Cmd) prepareFlags(name string) (*prepareFlags, *flag.FlagSet) {
 func runPrepare(ctx context.Context, c *Cmd, args []string) error {
 	f, fs := c.prepareFlags("prepare")
 	out := fs.String("o", "", "also write the bundle to `file`")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if f.vocab == "" || f.plan == "" || len(pos) != 1 {
-		return usagef("usage: cut prepare --vocab V --plan P [--vault SOCK] [--run R --attempt N] PROJ")
+		return c.usage()
 	}
 	cut, _, err := c.prepare(ctx, f, pos[0], nil)
 	var ve *pipeline.VerificationError

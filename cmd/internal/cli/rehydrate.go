@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	register(&command{name: "rehydrate", summary: "rehydrate a quarantined answer inside vaultd (RehydrationReceipt@1)", run: runRehydrate})
+	register(&command{name: "rehydrate", synopsis: "--lease REF --schema S [--vault SOCK] [-o F] [--json] RETURN",
+		summary: "rehydrate a quarantined answer inside vaultd (RehydrationReceipt@1)", run: runRehydrate})
 }
 
 // rehydratedDoc is what `cut rehydrate --json` prints: the rehydrated answer
@@ -31,12 +32,12 @@ func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON document (answer, receipt, lease)")
 	run := fs.String("run", "", "override the run id of the claim")
 	attempt := fs.Int("attempt", 0, "override the attempt of the claim")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if *leaseRef == "" || *schemaPath == "" || len(pos) != 1 {
-		return usagef("usage: cut rehydrate --vault SOCK --lease REF --schema S RETURN")
+		return c.usage()
 	}
 	rec, err := c.readRecord(*leaseRef)
 	if err != nil {

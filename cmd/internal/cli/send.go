@@ -14,7 +14,8 @@ import (
 )
 
 func init() {
-	register(&command{name: "send", summary: "prepare, seal, admit and POST the export; quarantine the answer", run: runSend})
+	register(&command{name: "send", synopsis: "--vocab V --plan P [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [--schema S] [--quarantine F] [--timeout D] [--json] PROJ",
+		summary: "prepare, seal, admit and send the sealed bytes; quarantine the answer, rehydrate it", run: runSend})
 }
 
 // MaxAnswerBytes caps a remote answer written to quarantine (64 MiB).
@@ -41,12 +42,12 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 	schemaPath := fs.String("schema", "", "output schema `file`: rehydrate the answer inside vaultd (reversible cuts)")
 	quarantine := fs.String("quarantine", "", "write the answer to `file` (default under $XDG_STATE_HOME/privacycut/quarantine)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "HTTP timeout")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if f.vocab == "" || f.plan == "" || len(pos) != 1 {
-		return usagef("usage: cut send --vocab V --plan P [--vault SOCK] [--schema S] PROJ")
+		return c.usage()
 	}
 	var schema []byte
 	if *schemaPath != "" {

@@ -16,14 +16,15 @@ import (
 )
 
 func init() {
-	register(&command{name: "vault", summary: "vaultd: status, backup, restore, rotate, prove-erasure", run: runVault})
+	registerGroup("vault", "vaultd: status, backup, restore, rotate, prove-erasure")
+	register(
+		&command{name: "vault status", synopsis: "[--json] [--vault SOCK]", summary: "the vault's profile (VaultProfile@1), station, key epoch and leases", run: vaultStatus},
+		&command{name: "vault backup", synopsis: "-o FILE [--json] [--vault SOCK]", summary: "back up leases and ciphertext (never keys)", run: vaultBackup},
+		&command{name: "vault restore", synopsis: "[--json] [--vault SOCK] FILE", summary: "restore a backup into the vault", run: vaultRestore},
+		&command{name: "vault rotate", synopsis: "[--json] [--vault SOCK]", summary: "rotate the key epoch: re-wrap live data keys, destroy the old epoch key", run: vaultRotate},
+		&command{name: "vault prove-erasure", synopsis: "[--live LEASE] [--json] [--vault SOCK] BACKUP LEASE", summary: "show that a destroyed lease's map in a backup cannot be opened", run: vaultProve},
+	)
 }
-
-const vaultUsage = `usage: cut vault status [--json] [--vault SOCK]
-       cut vault backup -o FILE [--json] [--vault SOCK]
-       cut vault restore FILE [--json] [--vault SOCK]
-       cut vault rotate [--json] [--vault SOCK]
-       cut vault prove-erasure BACKUP LEASE [--live LEASE] [--json] [--vault SOCK]`
 
 // vaultFlags are the flags every vault and lease subcommand takes.
 type vaultFlags struct {
@@ -76,27 +77,6 @@ func (c *Cmd) vaultSocket(flagValue string) string {
 // errNoVault: a vault operation was asked for without a vault socket.
 var errNoVault = errors.New("no vault socket: pass --vault SOCK or set PRIVACYCUT_VAULT")
 
-func runVault(ctx context.Context, c *Cmd, args []string) error {
-	if len(args) == 0 || isHelp(args[0]) {
-		return usagef("%s", vaultUsage)
-	}
-	sub, rest := args[0], args[1:]
-	c.name = "cut vault " + sub
-	switch sub {
-	case "status":
-		return vaultStatus(ctx, c, rest)
-	case "backup":
-		return vaultBackup(ctx, c, rest)
-	case "restore":
-		return vaultRestore(ctx, c, rest)
-	case "rotate":
-		return vaultRotate(ctx, c, rest)
-	case "prove-erasure":
-		return vaultProve(ctx, c, rest)
-	}
-	return usagef("unknown vault command %q\n%s", sub, vaultUsage)
-}
-
 // printPlainJSON prints v with encoding/json: VaultProfile@1 may carry a
 // core limit of 2^64-1 ("unlimited"), which canonical JSON (I-JSON
 // integers) cannot hold.
@@ -111,12 +91,12 @@ func (c *Cmd) printPlainJSON(v any) error {
 
 func vaultStatus(ctx context.Context, c *Cmd, args []string) error {
 	fs, f := c.vaultFlagSet("vault status")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
-		return usagef("usage: cut vault status [--json] [--vault SOCK]")
+		return c.usage()
 	}
 	cl, err := c.dial(f)
 	if err != nil {
@@ -167,12 +147,12 @@ type backupOut struct {
 func vaultBackup(ctx context.Context, c *Cmd, args []string) error {
 	fs, f := c.vaultFlagSet("vault backup")
 	out := fs.String("o", "", "write the backup to `file` (\"-\": stdout)")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if *out == "" || len(pos) != 0 {
-		return usagef("usage: cut vault backup -o FILE [--json] [--vault SOCK]")
+		return c.usage()
 	}
 	if *out == "-" && *f.asJSON {
 		return usagef("-o - writes the backup to stdout; it cannot be combined with --json")
@@ -228,12 +208,12 @@ func (c *Cmd) openInput(path string) (io.ReadCloser, error) {
 
 func vaultRestore(ctx context.Context, c *Cmd, args []string) error {
 	fs, f := c.vaultFlagSet("vault restore")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: cut vault restore FILE [--json] [--vault SOCK]")
+		return c.usage()
 	}
 	in, err := c.openInput(pos[0])
 	if err != nil {
@@ -266,12 +246,12 @@ type rotateOut struct {
 
 func vaultRotate(ctx context.Context, c *Cmd, args []string) error {
 	fs, f := c.vaultFlagSet("vault rotate")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
-		return usagef("usage: cut vault rotate [--json] [--vault SOCK]")
+		return c.usage()
 	}
 	cl, err := c.dial(f)
 	if err != nil {
@@ -296,12 +276,12 @@ var errNotProven = &verifyError{claims: []string{"erasure"}}
 func vaultProve(ctx context.Context, c *Cmd, args []string) error {
 	fs, f := c.vaultFlagSet("vault prove-erasure")
 	live := fs.String("live", "", "a live `lease` that must still decrypt (negative control)")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 2 {
-		return usagef("usage: cut vault prove-erasure BACKUP LEASE [--live LEASE] [--json] [--vault SOCK]")
+		return c.usage()
 	}
 	in, err := c.openInput(pos[0])
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 )
 
 func init() {
-	register(&command{name: "verify", summary: "re-verify a CutBundle@1 against source, plan and vocabulary", run: runVerify})
+	register(&command{name: "verify", synopsis: "--vocab V --plan P --source PROJ [--verifier plugin|inprocess] [--json] BUNDLE",
+		summary: "re-verify a CutBundle@1 against its source, plan and vocabulary", run: runVerify})
 }
 
 // MaxBundleBytes caps a bundle file (2 GiB: a 1 GiB export plus receipts).
@@ -23,12 +24,12 @@ func runVerify(ctx context.Context, c *Cmd, args []string) error {
 	keyPath := fs.String("evidence-key", "", "evidence key `file`")
 	mode := fs.String("verifier", "plugin", "plugin (out of process) or inprocess")
 	asJSON := fs.Bool("json", false, "print the CutVerification@1 document")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if *vocabPath == "" || *planPath == "" || *source == "" || len(pos) != 1 {
-		return usagef("usage: cut verify --vocab V --plan P --source PROJ BUNDLE")
+		return c.usage()
 	}
 	vocab, err := readFileCapped(*vocabPath, 64<<20)
 	if err != nil {

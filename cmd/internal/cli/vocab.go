@@ -11,7 +11,9 @@ import (
 )
 
 func init() {
-	register(&command{name: "vocab", summary: "build a Vocabulary@1 from OSV entries (vocab build)", run: runVocab})
+	registerGroup("vocab", "build a Vocabulary@1")
+	register(&command{name: "vocab build", synopsis: "--osv DIR|ZIP [--osv …] [--module-versions FILE]… [--pseudo-versions] [--revision R] [-o FILE]",
+		summary: "build a Vocabulary@1 from OSV entries", run: runVocabBuild})
 }
 
 // stringList is a repeatable string flag.
@@ -20,12 +22,7 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-const vocabUsage = "usage: cut vocab build --osv DIR|ZIP [--osv …] [--module-versions FILE]… [--pseudo-versions] [--revision R] [-o FILE]"
-
-func runVocab(ctx context.Context, c *Cmd, args []string) error {
-	if len(args) == 0 || args[0] != "build" {
-		return usagef(vocabUsage)
-	}
+func runVocabBuild(ctx context.Context, c *Cmd, args []string) error {
 	fs := c.flags("vocab build")
 	var osv, mv stringList
 	fs.Var(&osv, "osv", "OSV entries: a `DIR` (read recursively), a zip archive or one JSON file; repeatable")
@@ -33,12 +30,12 @@ func runVocab(ctx context.Context, c *Cmd, args []string) error {
 	pseudo := fs.Bool("pseudo-versions", false, "also take pseudo-versions from --module-versions (a pseudo-version names a commit, which may exist only in a private mirror)")
 	out := fs.String("o", "", "write the vocabulary to `file` (default stdout)")
 	revision := fs.String("revision", "", "the vocabulary's revision (default osv-<12 hex digits of its digest>)")
-	pos, err := parse(fs, args[1:])
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(osv) == 0 || len(pos) != 0 {
-		return usagef(vocabUsage)
+		return c.usage()
 	}
 	b := osvvocab.New()
 	if *pseudo {
