@@ -16,11 +16,12 @@ import (
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier"
+	"github.com/privacycut/privacycut/verifier/plugin"
 )
 
 // pluginArg is the hidden first argument with which cut re-executes itself
 // as the verifier plugin.
-const pluginArg = "__verifier-plugin"
+const pluginArg = plugin.Arg
 
 // evidenceKeyPath is --evidence-key, else $PRIVACYCUT_EVIDENCE_KEY, else
 // $XDG_DATA_HOME/privacycut/evidence.key, else
@@ -175,7 +176,7 @@ func (c *Cmd) verify(ctx context.Context, mode string, req verifier.Request) (re
 // first: go-plugin reports a plugin stopped by force (a start cut short by a
 // refusal, say) as a failure, which here is only the command ending.
 type pluginVerifier struct {
-	*verifier.Pending
+	*plugin.Pending
 	stopping *atomic.Bool
 }
 
@@ -206,7 +207,7 @@ func (c *Cmd) launchVerifier(ctx context.Context, mode string) (*pluginVerifier,
 	stopping := new(atomic.Bool)
 	logger := hclog.New(&hclog.LoggerOptions{Name: "verifier", Output: c.Stderr, Level: hclog.Warn,
 		Exclude: func(hclog.Level, string, ...any) bool { return stopping.Load() }})
-	p, err := verifier.Launch(ctx, exe, []string{pluginArg}, nil, logger)
+	p, err := plugin.Launch(ctx, exe, []string{pluginArg}, nil, logger)
 	if err != nil {
 		return nil, fmt.Errorf("verifier plugin: %w", err)
 	}

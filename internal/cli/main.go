@@ -8,7 +8,7 @@ import (
 	"syscall"
 
 	"github.com/privacycut/privacycut/vault/harden"
-	"github.com/privacycut/privacycut/verifier"
+	"github.com/privacycut/privacycut/verifier/plugin"
 )
 
 // Main is the process entry point of cut: args includes the program name.
@@ -17,12 +17,9 @@ import (
 // with the hidden first argument __verifier-plugin, cut is the verifier plugin.
 func Main(ctx context.Context, args []string) int {
 	if len(args) > 1 && args[1] == pluginArg {
-		// SIGQUIT's default action would dump every goroutine, with the
-		// inputs' bytes in their arguments, to the stderr the host logs.
-		signal.Ignore(syscall.SIGQUIT)
-		verifier.Harden = harden.Apply
-		verifier.Serve()
-		return 0
+		// Serves and exits when the process was started as the plugin.
+		plugin.ServeIfPlugin(plugin.Options{Harden: harden.Apply})
+		return ExitError
 	}
 	if err := harden.Apply(); err != nil {
 		fmt.Fprintf(os.Stderr, "cut: error: %v\n", err)
