@@ -4,16 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/verifier"
+	"github.com/privacycut/privacycut/verifier/plugin"
 )
 
 // A Verifier runs the independent verifier for the pipeline: in this
@@ -55,7 +53,7 @@ func (inProcess) close() {}
 
 // PluginArg is the hidden first argument with which a program is
 // re-executed as the verifier plugin (see [ServePluginIfRequested]).
-const PluginArg = "__verifier-plugin"
+const PluginArg = plugin.Arg
 
 // ServePluginIfRequested makes this program the verifier plugin when it was
 // started as one by [SelfPlugin] (its first argument is [PluginArg]): it
@@ -63,15 +61,7 @@ const PluginArg = "__verifier-plugin"
 // go-plugin's gRPC, and exits. Otherwise it returns at once. A program that
 // uses SelfPlugin calls it first thing in main.
 func ServePluginIfRequested() {
-	if len(os.Args) < 2 || os.Args[1] != PluginArg {
-		return
-	}
-	// SIGQUIT's default action would dump every goroutine, with the
-	// inputs' bytes in their arguments, to the stderr the host logs.
-	signal.Ignore(syscall.SIGQUIT)
-	verifier.Harden = harden.Apply
-	verifier.Serve()
-	os.Exit(0)
+	plugin.ServeIfPlugin(plugin.Options{Harden: harden.Apply})
 }
 
 // Plugin returns the verifier run out of process: exe, started with args,
@@ -86,7 +76,7 @@ func Plugin(exe string, args []string, log io.Writer) Verifier {
 	if log == nil {
 		log = io.Discard
 	}
-	return &plugin{exe: exe, args: args, log: log}
+	return &pluginVerifier{exe: exe, args: args, log: log}
 }
 
 // SelfPlugin is [Plugin] for this program re-executed: /proc/self/exe,
@@ -97,7 +87,7 @@ func SelfPlugin(log io.Writer) Verifier {
 	return Plugin("/proc/self/exe", []string{PluginArg}, log)
 }
 
-type plugin struct {
+type pluginVerifier struct {
 	exe  string
 	args []string
 	log  io.Writer
@@ -107,16 +97,16 @@ type plugin struct {
 // go-plugin reports a plugin stopped by force (a start cut short by a
 // refusal, say) as a failure, which here is only the cut ending.
 type pluginSession struct {
-	p        *verifier.Pending
+	p        *plugin.Pending
 	stopping *atomic.Bool
 	budget   func(int) time.Duration
 }
 
-func (v *plugin) begin(ctx context.Context, budget func(int) time.Duration) (session, error) {
+func (v *pluginVerifier) begin(ctx context.Context, budget func(int) time.Duration) (session, error) {
 	stopping := new(atomic.Bool)
 	logger := hclog.New(&hclog.LoggerOptions{Name: "verifier", Output: v.log, Level: hclog.Warn,
 		Exclude: func(hclog.Level, string, ...any) bool { return stopping.Load() }})
-	p, err := verifier.Launch(ctx, v.exe, v.args, nil, logger)
+	p, err := plugin.Launch(ctx, v.exe, v.args, nil, logger)
 	if err != nil {
 		return nil, fmt.Errorf("verifier plugin: %w", err)
 	}

@@ -33,38 +33,3 @@ func TestLookupMemoSharedAcrossTexts(t *testing.T) {
 		}
 	}
 }
-
-// TestLookupMemoSeed: a memo seeded with a source record's items finds
-// them again, and still refuses a version that the seeding record's module
-// does not have.
-func TestLookupMemoSeed(t *testing.T) {
-	voc := testVocabulary(t)
-	src := newRecognizer(voc, false)
-	s := []byte("finding GO-2023-2102 golang.org/x/net@v0.15.0 affected fixed=v0.17.0 https://go.dev/issue/63417\n")
-	spans, _, ref := src.record(s, 0, nil)
-	if ref != nil {
-		t.Fatal(ref)
-	}
-	exp := newRecognizer(voc, true)
-	exp.memo.seed(s, spans)
-	for st, want := range map[state]string{stDiagnostic: "GO-2023-2102", stModule: "golang.org/x/net", stVersion: "v0.15.0",
-		stStatus: "affected", stFixedVersion: "v0.17.0", stCitation: "https://go.dev/issue/63417"} {
-		if got := string(exp.memo.item[st]); got != want {
-			t.Errorf("seeded state %d with %q, want %q", st, got, want)
-		}
-	}
-	for _, tt := range []struct {
-		text string
-		want *firstRefusal
-	}{
-		{string(s), nil},
-		{"finding GO-2023-2102 golang.org/x/crypto@v0.15.0 affected https://go.dev/issue/63417\n", &firstRefusal{receipts.UnknownVersion, 1, 42, 7}},
-		{"finding GO-2023-2102 golang.org/x/crypto@v0.14.0 affected fixed=v0.17.0 https://go.dev/issue/63417\n", &firstRefusal{receipts.UnknownVersion, 1, 65, 7}},
-	} {
-		exp.memo.seed(s, spans)
-		got, _ := recognize(exp, []byte(tt.text))
-		if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
-			t.Errorf("%q: refusal %+v, want %+v", tt.text, got, tt.want)
-		}
-	}
-}

@@ -275,7 +275,7 @@ func FuzzTokens(f *testing.F) {
 // cutSeeds returns the plans and receipts of honest cuts, both modes.
 func cutSeeds(f *testing.F) (plans, recs [][]byte) {
 	for _, mode := range []string{receipts.ModeIrreversible, receipts.ModeReversible} {
-		req := makeCut(f, sampleParts, cutOptions{mode: mode})
+		req := makeCut(f, sampleParts, cutOptions{Mode: mode})
 		plans = append(plans, req.Plan)
 		recs = append(recs, req.Receipts)
 	}

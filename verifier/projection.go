@@ -11,7 +11,7 @@ import (
 // DefaultMaxParents is the plan's max_parents when the plan leaves it 0.
 const DefaultMaxParents = 64
 
-// partKinds is the closed set of part kinds (SPEC §3).
+// partKinds is the closed set of part kinds.
 var partKinds = map[string]bool{
 	"block": true, "history": true, "continuation": true, "query": true, "tool": true, "artifact": true,
 }
@@ -49,9 +49,10 @@ var (
 )
 
 // parseProjection strictly decodes a Projection@1 document and returns it
-// with the document's canonical form.
-func parseProjection(data []byte) (*projection, *canon.Value, error) {
-	tree, err := canon.Parse(data, canon.Options{})
+// with the document's tree. Its strings are decoded into buffers from alloc
+// (nil: the heap), which the texts alias.
+func parseProjection(data []byte, alloc func(int) []byte) (*projection, *canon.Value, error) {
+	tree, err := canon.Parse(data, canon.Options{Buffer: alloc})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,7 +76,7 @@ type metaRefusal struct {
 	part int
 }
 
-// checkMetadata applies the lineage rules of SPEC §3 and the part-level
+// checkMetadata applies the lineage rules of Projection@1 and the part-level
 // limits: a known kind, a label with a known class, a lineage that is
 // present and has no "unknown", at most maxParents distinct parents in the
 // join, and texts within MaxPartTextBytes. It returns every refusal in part

@@ -10,7 +10,7 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// The limits of closed-diagnostic@1 (SPEC §4). They refuse, never truncate.
+// The limits of closed-diagnostic@1. They refuse, never truncate.
 const (
 	// MaxRecordBytes is the longest record, not counting its LF.
 	MaxRecordBytes = 64 << 10
@@ -104,7 +104,8 @@ type recognizer struct {
 	// memo remembers the last item found for each kind of lookup. Two
 	// recognizers over the same vocabulary may share one: the walk's export
 	// recognizer then finds the item its source recognizer has just
-	// looked up without hashing it again.
+	// looked up without hashing it again. The remembered items alias the
+	// texts read, which must outlive the recognizers.
 	memo *lookupMemo
 	// values, when set (the walk's source recognizer), numbers every owner
 	// value the recognizer accepts, and valueIDs are the numbers of the
@@ -475,33 +476,6 @@ func (r *recognizer) lookup(st state, item []byte, modID int) (spanKind, int, re
 	}
 	m.item[st], m.mod[st], m.id[st] = item, modID, id
 	return itemKinds[st], id, ""
-}
-
-// seed fills the memo with the items of a record recognized in text, as
-// they were found: the pairing's export recognizer then finds the items
-// its source record holds without looking them up again.
-func (m *lookupMemo) seed(text []byte, spans []span) {
-	mod := -1
-	for _, sp := range spans {
-		st := itemStates[sp.kind]
-		if st == stKeyword {
-			continue // not an item
-		}
-		m.item[st], m.id[st], m.mod[st] = text[sp.start:sp.end], int(sp.id), -1
-		switch st {
-		case stModule:
-			mod = int(sp.id)
-		case stVersion, stFixedVersion:
-			m.mod[st] = mod
-		}
-	}
-}
-
-// itemStates is the state that reads each kind of item; stKeyword for the
-// other spans.
-var itemStates = [spanValue + 1]state{
-	spanDiagnostic: stDiagnostic, spanModule: stModule, spanVersion: stVersion, spanStatus: stStatus,
-	spanFixedVersion: stFixedVersion, spanCitation: stCitation, spanQuestion: stQuestion,
 }
 
 // itemKinds is the span kind of an item found in each state that reads one,

@@ -22,12 +22,12 @@ func TestScanStraddlingUnits(t *testing.T) {
 			for range rng.IntN(60) {
 				text = append(text, words[rng.IntN(len(words))]...)
 			}
-			c.expParts = append(c.expParts, exportPart{kind: "block", text: text})
+			c.exp = append(c.exp, exportPart{kind: "block", text: text})
 		}
 		values := [][]byte{[]byte("a b"), []byte("b\na"), []byte("\" a"), []byte("a@b=")}
 		// Merge the units of each part, as checkResidual reads them.
 		merge := func(rs []scanResult) []scanResult {
-			merged := make([]scanResult, len(c.expParts))
+			merged := make([]scanResult, len(c.exp))
 			for p := range merged {
 				merged[p].part = p
 			}

@@ -2,116 +2,34 @@ package verifier
 
 import (
 	"bytes"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/verifier/internal/cuttest"
 )
 
-// vector is one CCTV-style test vector of testdata/vectors.
-type vector struct {
-	name   string
-	pass   bool
-	claims []string // claims that must fail
-	files  map[string][]byte
-}
-
-// parseVector reads a txtar archive: a comment whose first line is
-// "expect: pass" or "expect: fail <claim>[,<claim>…]", then files, each
-// holding its data followed by one LF that is not part of the data.
-func parseVector(t *testing.T, path string) vector {
+// vectorRequest is the request of a vector.
+func vectorRequest(t *testing.T, v cuttest.Vector) Request {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := vector{name: strings.TrimSuffix(filepath.Base(path), ".txt"), files: map[string][]byte{}}
-	first, _, _ := bytes.Cut(data, []byte("\n"))
-	switch head := string(first); {
-	case head == "expect: pass":
-		v.pass = true
-	case strings.HasPrefix(head, "expect: fail "):
-		v.claims = strings.Split(strings.TrimPrefix(head, "expect: fail "), ",")
-	default:
-		t.Fatalf("%s: bad header", path)
-	}
-	chunks := bytes.Split(data, []byte("\n-- "))
-	for _, c := range chunks[1:] {
-		name, body, ok := bytes.Cut(c, []byte(" --\n"))
-		if !ok {
-			t.Fatalf("%s: bad file marker", path)
-		}
-		v.files[string(name)] = bytes.TrimSuffix(body, []byte("\n"))
-	}
-	// The last file keeps the archive's final LF; the others lost theirs to
-	// the split. Restore the rule "data + one LF" for every file.
-	for name, body := range v.files {
-		if !strings.HasSuffix(string(data), "\n-- "+name+" --\n"+string(body)+"\n") &&
-			!bytes.Contains(data, []byte("\n-- "+name+" --\n"+string(body)+"\n-- ")) {
-			t.Fatalf("%s: file %s is not followed by exactly one LF", path, name)
-		}
-	}
-	return v
-}
-
-// request builds the verifier request of a vector.
-func (v vector) request(t *testing.T) Request {
-	t.Helper()
-	kb, err := hex.DecodeString(string(v.files["key.hex"]))
-	if err != nil {
-		t.Fatalf("%s: key.hex: %v", v.name, err)
-	}
-	key, err := receipts.NewEvidenceKey(kb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now, err := time.Parse(time.RFC3339, string(v.files["now"]))
-	if err != nil {
-		t.Fatalf("%s: now: %v", v.name, err)
-	}
-	return Request{
-		Source:       v.files["source.json"],
-		Export:       v.files["export.json"],
-		ExportDigest: string(v.files["export_digest"]),
-		Plan:         v.files["plan.json"],
-		Vocabulary:   v.files["vocab.json"],
-		Receipts:     v.files["receipts.json"],
-		EvidenceKey:  key,
-		Now:          now,
-	}
-}
-
-func loadVectors(t *testing.T) []vector {
-	t.Helper()
-	paths, err := filepath.Glob("testdata/vectors/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) < 14 {
-		t.Fatalf("found %d vectors, want at least 14", len(paths))
-	}
-	var vs []vector
-	for _, p := range paths {
-		vs = append(vs, parseVector(t, p))
-	}
-	return vs
+	c, now := v.Cut(t)
+	r := requestOf(c)
+	r.Now = now
+	return r
 }
 
 // TestVectors runs every vector: the good ones pass with every claim held,
 // each corrupted one fails and names at least its expected claims.
 func TestVectors(t *testing.T) {
-	for _, v := range loadVectors(t) {
-		t.Run(v.name, func(t *testing.T) {
-			got := Verify(v.request(t))
+	for _, v := range cuttest.LoadVectors(t, "testdata/vectors", 14) {
+		t.Run(v.Name, func(t *testing.T) {
+			got := Verify(vectorRequest(t, v))
 			checkShape(t, got)
 			failed := got.Failed()
-			if v.pass {
+			if v.Pass {
 				if got.Verdict != receipts.VerdictPass || len(failed) != 0 {
 					t.Fatalf("verdict %s, failed claims %v: %+v", got.Verdict, failed, got.Claims)
 				}
@@ -120,7 +38,7 @@ func TestVectors(t *testing.T) {
 			if got.Verdict != "fail" {
 				t.Fatalf("verdict %s, want fail", got.Verdict)
 			}
-			for _, c := range v.claims {
+			for _, c := range v.Claims {
 				if !slices.Contains(failed, c) {
 					t.Errorf("claim %s holds, want it to fail; failed: %v; claims: %+v", c, failed, got.Claims)
 				}

@@ -1,8 +1,6 @@
 package verifier
 
 import (
-	"context"
-
 	"github.com/privacycut/privacycut/verifier/internal/attest"
 )
 
@@ -16,13 +14,3 @@ type Verdict = attest.Verdict
 // Check verifies req in this process, as [Verify] does, and returns the
 // result as a Verdict.
 func Check(req Request) Verdict { return attest.Make(Verify(req)) }
-
-// Check verifies req in the plugin process, as Verify does, and returns the
-// result as a Verdict.
-func (p *Pending) Check(ctx context.Context, req Request) (Verdict, error) {
-	v, err := p.Verify(ctx, req)
-	if err != nil {
-		return Verdict{}, err
-	}
-	return attest.Make(v), nil
-}

@@ -20,6 +20,7 @@ var policy = map[string][]string{
 	"grammar":          {"receipts", "canon"},
 	"censor":           {"grammar", "receipts", "canon"},
 	"verifier":         {"receipts", "canon", "verifier", "internal/bigbuf"},
+	"verifier/plugin":  {"receipts", "canon", "verifier", "internal/bigbuf"},
 	"egress":           {"receipts", "canon", "verifier", "internal/durable", "internal/bigbuf"},
 	"lease":            {"receipts", "canon"},
 	"rehydrate":        {"receipts", "canon"},
@@ -88,7 +89,7 @@ func TestImportPolicy(t *testing.T) {
 // verifier with them live in censor and may import both). The other
 // packages' tests may use anything, the generators of internal/gen above
 // all.
-var testsBound = []string{"verifier"}
+var testsBound = []string{"verifier", "verifier/plugin"}
 
 // TestImportPolicyOfTests applies the rules of testsBound to the test
 // binaries of those packages too: a verifier _test.go importing the grammar

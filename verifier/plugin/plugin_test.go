@@ -1,4 +1,4 @@
-package verifier
+package plugin
 
 import (
 	"bytes"
@@ -12,29 +12,30 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
+	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/verifier/internal/verifierpb"
+	"github.com/privacycut/privacycut/verifier"
+	"github.com/privacycut/privacycut/verifier/plugin/internal/verifierpb"
 )
 
 // grpcPair connects the gRPC adapters in process.
-func grpcPair(t *testing.T) (Checker, *plugin.GRPCClient) {
+func grpcPair(t *testing.T) (verifier.Checker, *goplugin.GRPCClient) {
 	t.Helper()
-	client, server := plugin.TestPluginGRPCConn(t, false, PluginMap())
+	client, server := goplugin.TestPluginGRPCConn(t, false, pluginMap(verifier.InProcess()))
 	t.Cleanup(func() {
 		// Stop the server first: client.Close asks the server's controller
 		// to stop it, which would race with a second Stop here.
 		server.Stop()
 		client.Close()
 	})
-	raw, err := client.Dispense(PluginName)
+	raw, err := client.Dispense(pluginName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, ok := raw.(Checker)
+	c, ok := raw.(verifier.Checker)
 	if !ok {
 		t.Fatalf("dispensed %T", raw)
 	}
@@ -43,10 +44,10 @@ func grpcPair(t *testing.T) (Checker, *plugin.GRPCClient) {
 
 // answersOther is a plugin that answers every request with the verifier's
 // passing answer to another one.
-type answersOther struct{ other Request }
+type answersOther struct{ other verifier.Request }
 
-func (a answersOther) Verify(context.Context, Request) (receipts.Verification, error) {
-	return Verify(a.other), nil
+func (a answersOther) Verify(context.Context, verifier.Request) (receipts.Verification, error) {
+	return verifier.Verify(a.other), nil
 }
 
 // TestClientChecksAnswer: through the real gRPC adapters, a passing answer
@@ -54,22 +55,22 @@ func (a answersOther) Verify(context.Context, Request) (receipts.Verification, e
 // verdict; the answer about the request itself is taken.
 func TestClientChecksAnswer(t *testing.T) {
 	req := makeCut(t, sampleParts, cutOptions{})
-	for name, other := range map[string]Request{
+	for name, other := range map[string]verifier.Request{
 		"this request": req,
 		"other export": makeCut(t, sampleParts[:1], cutOptions{}),
-		"other plan":   makeCut(t, sampleParts, cutOptions{allowed: []string{"module", "team", "person"}}),
+		"other plan":   makeCut(t, sampleParts, cutOptions{Allowed: []string{"module", "team", "person"}}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if v := Verify(other); v.Verdict != receipts.VerdictPass {
+			if v := verifier.Verify(other); v.Verdict != receipts.VerdictPass {
 				t.Fatalf("the other request does not pass: %v", v.Failed())
 			}
-			client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{PluginName: &grpcPlugin{impl: answersOther{other}}})
+			client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{pluginName: &grpcPlugin{impl: answersOther{other}}})
 			t.Cleanup(func() { server.Stop(); client.Close() })
-			raw, err := client.Dispense(PluginName)
+			raw, err := client.Dispense(pluginName)
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := raw.(Checker).Verify(context.Background(), req)
+			v, err := raw.(verifier.Checker).Verify(context.Background(), req)
 			if name == "this request" {
 				if err != nil || v.Verdict != receipts.VerdictPass {
 					t.Fatalf("%v, %v", v.Verdict, err)
@@ -86,8 +87,8 @@ func TestClientChecksAnswer(t *testing.T) {
 // answersHuge is a plugin whose answer is over maxAnswerBytes.
 type answersHuge struct{}
 
-func (answersHuge) Verify(_ context.Context, req Request) (receipts.Verification, error) {
-	v := Verify(req)
+func (answersHuge) Verify(_ context.Context, req verifier.Request) (receipts.Verification, error) {
+	v := verifier.Verify(req)
 	v.Claims[0].Detail = strings.Repeat("x", 2<<20) // under gRPC's default limit, over the host's
 	return v, nil
 }
@@ -95,25 +96,25 @@ func (answersHuge) Verify(_ context.Context, req Request) (receipts.Verification
 // TestClientAnswerTooLarge: an answer over the message limit is ErrReply
 // (a bad answer), not ErrTooLarge (which says the request's inputs were).
 func TestClientAnswerTooLarge(t *testing.T) {
-	client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{PluginName: &grpcPlugin{impl: answersHuge{}}})
+	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{pluginName: &grpcPlugin{impl: answersHuge{}}})
 	t.Cleanup(func() { server.Stop(); client.Close() })
-	raw, err := client.Dispense(PluginName)
+	raw, err := client.Dispense(pluginName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := raw.(Checker).Verify(context.Background(), makeCut(t, sampleParts, cutOptions{})); !errors.Is(err, ErrReply) {
+	if _, err := raw.(verifier.Checker).Verify(context.Background(), makeCut(t, sampleParts, cutOptions{})); !errors.Is(err, ErrReply) {
 		t.Fatalf("err = %v, want ErrReply", err)
 	}
 }
 
-// agreeInProcess checks that a Checker gives exactly the in-process result.
-func agreeInProcess(t *testing.T, c Checker, req Request) receipts.Verification {
+// agreeInProcess checks that a verifier.Checker gives exactly the in-process result.
+func agreeInProcess(t *testing.T, c verifier.Checker, req verifier.Request) receipts.Verification {
 	t.Helper()
 	got, err := c.Verify(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Verify(req)
+	want := verifier.Verify(req)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("plugin result differs from in-process (-want +got):\n%s", diff)
 	}
@@ -123,15 +124,15 @@ func agreeInProcess(t *testing.T, c Checker, req Request) receipts.Verification 
 func TestGRPCAdapters(t *testing.T) {
 	c, _ := grpcPair(t)
 	for _, v := range loadVectors(t) {
-		t.Run(v.name, func(t *testing.T) {
-			got := agreeInProcess(t, c, v.request(t))
-			if (got.Verdict == receipts.VerdictPass) != v.pass {
+		t.Run(v.Name, func(t *testing.T) {
+			got := agreeInProcess(t, c, vectorRequest(t, v))
+			if (got.Verdict == receipts.VerdictPass) != v.Pass {
 				t.Errorf("verdict %s", got.Verdict)
 			}
 		})
 	}
 	t.Run("multi-chunk inputs", func(t *testing.T) {
-		req := makeCut(t, []testPart{{"block", "big", bigText(3*chunkSize + 12345)}}, cutOptions{})
+		req := makeCut(t, []testPart{{Kind: "block", Key: "big", Text: bigText(3*chunkSize + 12345)}}, cutOptions{})
 		if got := agreeInProcess(t, c, req); got.Verdict != receipts.VerdictPass {
 			t.Fatalf("verdict %s: %+v", got.Verdict, got.Claims)
 		}
@@ -210,7 +211,7 @@ func TestStreamProtocol(t *testing.T) {
 // TestFromWireRefusesBadReplies: the host recomputes the verdict and
 // insists on every claim, in order.
 func TestFromWireRefusesBadReplies(t *testing.T) {
-	good := toWire(Verify(makeCut(t, sampleParts, cutOptions{})))
+	good := toWire(verifier.Verify(makeCut(t, sampleParts, cutOptions{})))
 	if _, err := fromWire(good); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func TestFromWireRefusesBadReplies(t *testing.T) {
 	}
 	for name, mutate := range tests {
 		t.Run(name, func(t *testing.T) {
-			r := toWire(Verify(makeCut(t, sampleParts, cutOptions{})))
+			r := toWire(verifier.Verify(makeCut(t, sampleParts, cutOptions{})))
 			mutate(r)
 			if _, err := fromWire(r); !errors.Is(err, ErrReply) {
 				t.Fatalf("err = %v", err)
@@ -259,7 +260,7 @@ func startPlugin(t testing.TB, log io.Writer, extraEnv ...string) (*Client, erro
 	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Trace, Output: log})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return Start(ctx, exe, []string{"-test.run=^$"}, append([]string{pluginEnv + "=1"}, extraEnv...), logger)
+	return Start(ctx, exe, []string{Arg}, extraEnv, logger)
 }
 
 // TestSubprocess runs the verifier in its own process: a good and a
@@ -273,18 +274,18 @@ func TestSubprocess(t *testing.T) {
 	defer c.Close()
 	vs := map[string]vector{}
 	for _, v := range loadVectors(t) {
-		vs[v.name] = v
+		vs[v.Name] = v
 	}
-	if got := agreeInProcess(t, c.Checker(), vs["good-irreversible"].request(t)); got.Verdict != receipts.VerdictPass {
+	if got := agreeInProcess(t, c.Checker(), vectorRequest(t, vs["good-irreversible"])); got.Verdict != receipts.VerdictPass {
 		t.Errorf("good vector: %s %+v", got.Verdict, got.Claims)
 	}
-	if got := agreeInProcess(t, c.Checker(), vs["value-left"].request(t)); got.Verdict != "fail" {
+	if got := agreeInProcess(t, c.Checker(), vectorRequest(t, vs["value-left"])); got.Verdict != "fail" {
 		t.Errorf("corrupted vector: %s", got.Verdict)
 	}
 
 	// Canaries in every input, in verdicts that pass and that fail.
 	const canary = "CANARY-b91c4e"
-	parts := []testPart{{"block", "k", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.module=\"" + canary + "\"\n"}}
+	parts := []testPart{{Kind: "block", Key: "k", Text: "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.module=\"" + canary + "\"\n"}}
 	req := makeCut(t, parts, cutOptions{})
 	agreeInProcess(t, c.Checker(), req)
 	bad := req
@@ -307,7 +308,7 @@ func TestSubprocess(t *testing.T) {
 // before it serves.
 func TestSubprocessHardenFailure(t *testing.T) {
 	var log syncBuffer
-	c, err := startPlugin(t, &log, "PRIVACYCUT_VERIFIER_TEST_HARDEN_FAIL=1")
+	c, err := startPlugin(t, &log, hardenFailEnv+"=1")
 	if err == nil {
 		c.Close()
 		t.Fatal("plugin started although hardening failed")
@@ -338,5 +339,33 @@ func TestStatusRoundTrip(t *testing.T) {
 	// gRPC's own code for an answer over the host's receive limit.
 	if got := errorOf(status.Error(codes.ResourceExhausted, "grpc: received message larger than max")); got != ErrReply {
 		t.Errorf("ResourceExhausted came back as %v", got)
+	}
+}
+
+// TestDescribes: the host refuses a plugin's answer whose revision, export
+// digest or plan digest is not the request's (ErrReply), and takes the
+// verifier's own answer to the same request.
+func TestDescribes(t *testing.T) {
+	req := makeCut(t, sampleParts, cutOptions{})
+	v := verifier.Verify(req)
+	if err := describes(v, expect(req)); err != nil {
+		t.Fatalf("the verifier's own answer: %v", err)
+	}
+	for name, change := range map[string]func(*receipts.Verification){
+		"revision":       func(v *receipts.Verification) { v.Verifier = "verifier/0" },
+		"export digest":  func(v *receipts.Verification) { v.ExportDigest = receipts.SHA256([]byte("other")) },
+		"plan digest":    func(v *receipts.Verification) { v.PlanDigest = receipts.SHA256([]byte("other")) },
+		"no plan digest": func(v *receipts.Verification) { v.PlanDigest = "" },
+	} {
+		w := v
+		change(&w)
+		if err := describes(w, expect(req)); err != ErrReply {
+			t.Errorf("%s changed: %v, want ErrReply", name, err)
+		}
+	}
+	// A plan without a canonical form has no digest on either side.
+	req.Plan = []byte("{")
+	if err := describes(verifier.Verify(req), expect(req)); err != nil {
+		t.Errorf("an undecodable plan: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package verifier
+package plugin
 
 import (
 	"context"
@@ -14,7 +14,8 @@ import (
 
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/verifier/internal/verifierpb"
+	"github.com/privacycut/privacycut/verifier"
+	"github.com/privacycut/privacycut/verifier/plugin/internal/verifierpb"
 )
 
 const (
@@ -95,7 +96,7 @@ type grpcClient struct {
 	attached bool
 }
 
-func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verification, error) {
+func (g *grpcClient) Verify(ctx context.Context, req verifier.Request) (receipts.Verification, error) {
 	inputs := [nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts}
 	hdr := &verifierpb.Header{ExportDigest: req.ExportDigest}
 	if !req.Now.IsZero() {
@@ -168,15 +169,19 @@ func (g *grpcClient) Verify(ctx context.Context, req Request) (receipts.Verifica
 // them).
 type answerOf struct{ exportDigest, planDigest string }
 
-func expect(req Request) answerOf {
-	plan, _ := digestDoc(req.Plan) // "" when the plan has no canonical form, as in verify
-	return answerOf{exportDigest: receipts.SHA256(req.Export), planDigest: plan}
+func expect(req verifier.Request) answerOf {
+	a := answerOf{exportDigest: receipts.SHA256(req.Export)}
+	// "" when the plan has no canonical form, as the verifier writes it.
+	if canonical, err := canon.Canonicalize(req.Plan); err == nil {
+		a.planDigest = receipts.SHA256(canonical)
+	}
+	return a
 }
 
 // describes checks a plugin's answer against e. An answer about something
 // else is ErrReply, whatever its verdict.
 func describes(v receipts.Verification, e answerOf) error {
-	if v.Verifier != Revision || v.ExportDigest != e.exportDigest || v.PlanDigest != e.planDigest {
+	if v.Verifier != verifier.Revision || v.ExportDigest != e.exportDigest || v.PlanDigest != e.planDigest {
 		return ErrReply
 	}
 	return nil
@@ -226,7 +231,7 @@ func toWire(v receipts.Verification) *verifierpb.VerifyResponse {
 // grpcServer is the plugin side of the protocol.
 type grpcServer struct {
 	verifierpb.UnimplementedVerifierServer
-	impl Checker
+	impl verifier.Checker
 }
 
 func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
@@ -259,7 +264,7 @@ var attachFD = -1
 // are attached, maps the attachment instead. release frees what receive
 // took: streamed inputs hold owner values and are cleared; an attachment is
 // read-only and is unmapped.
-func receive(stream verifierpb.Verifier_VerifyServer) (req Request, release func(), err error) {
+func receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, release func(), err error) {
 	release = func() {}
 	first, err := stream.Recv()
 	if err != nil {

@@ -1,4 +1,58 @@
-package verifier
+// Package plugin runs privacycut's verifier in a process of its own,
+// through hashicorp/go-plugin over gRPC, and is that process's main.
+//
+// A host launches the plugin for one request ([Launch], [LaunchSelf],
+// [Run]) or keeps one running for many ([Start]); a program that is its own
+// plugin calls [ServeIfPlugin] first thing in main. The verification is
+// package verifier's Verify, run in the plugin process; the host checks
+// the answer before returning it.
+//
+// # Security properties
+//
+// Guaranteed:
+//
+//   - The plugin is started pinned (SHA-256 of the executable, checked by
+//     go-plugin when it starts it), over gRPC only with AutoMTLS, without the
+//     host's environment, and with no broker: it cannot call back into the
+//     host. It hardens itself first (Options.Harden) and exits if that
+//     fails. It clears the received inputs and wipes its copy of the
+//     evidence key after each call.
+//   - The host takes no answer on trust: it must list every claim in order
+//     with a verdict that follows from them, name this verifier's
+//     revision, the request's export digest and plan digest (recomputed by
+//     the host), and fit in 1 MiB; otherwise the call fails with ErrReply.
+//   - Errors of the protocol are fixed sentinels, mapped to and from gRPC
+//     codes by one table each way; no error or log line holds input bytes.
+//     The plugin's stderr is copied into the host's log, so the plugin never
+//     prints input.
+//   - No plugin outlives its host's use of it: Close kills it, a start cut
+//     short kills it through its command's context, and on Linux the kernel
+//     kills it (parent-death signal) if the host itself is killed. Its
+//     socket directory (0700) is removed once it has stopped.
+//   - Inputs are bounded by MaxInputBytes each; limits refuse, never
+//     truncate.
+//   - On Linux a launched plugin (Launch) gets its inputs in a memfd sealed
+//     against any change, passed over a socket pair only once the plugin has
+//     started, that is, has hardened itself: nothing it holds before that
+//     gives access to the inputs (a socket cannot be reopened through
+//     /proc/<pid>/fd).
+//
+// Not guaranteed:
+//
+//   - Copies of the evidence key and inputs made by protobuf and gRPC
+//     buffers on either side are not wiped; they stay in ordinary process
+//     memory until collected.
+//   - Between the host's hashing of the executable and go-plugin's check,
+//     the file is trusted to be the same one that runs.
+//   - From exec until it has hardened itself, the plugin is an ordinary
+//     process of the host's uid, which another process of that uid may
+//     attach to without a ptrace restriction (Yama ptrace_scope ≥ 1).
+//
+// The caller's duties: route the logger only to local logs; give the
+// plugin no standard input that holds inputs (go-plugin passes descriptor
+// 0 on: cut puts /dev/null there); treat an error as a failed
+// verification.
+package plugin
 
 import (
 	"context"
@@ -8,97 +62,104 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
+	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/verifier/internal/verifierpb"
+	"github.com/privacycut/privacycut/verifier"
+	"github.com/privacycut/privacycut/verifier/plugin/internal/verifierpb"
 )
 
-// PluginName is the name the verifier is dispensed under.
-const PluginName = "verifier"
+// Arg is the hidden first argument with which a program re-executes itself
+// as the verifier plugin (LaunchSelf, ServeIfPlugin).
+const Arg = "__verifier-plugin"
 
-// HandshakeConfig is shared by the host and the plugin. The cookie only keeps
+// pluginName is the name the verifier is dispensed under.
+const pluginName = "verifier"
+
+// handshake is shared by the host and the plugin. The cookie only keeps
 // the plugin binary from being run by hand by mistake; it is not security:
-// Start pins the binary by checksum and speaks mutual TLS.
-var HandshakeConfig = plugin.HandshakeConfig{
+// the host pins the binary by checksum and speaks mutual TLS.
+var handshake = goplugin.HandshakeConfig{
 	ProtocolVersion:  1,
 	MagicCookieKey:   "PRIVACYCUT_VERIFIER_PLUGIN",
 	MagicCookieValue: "closed-diagnostic@1/verifier/1",
 }
 
-// Checker verifies a cut, in process or in the plugin process.
-type Checker interface {
-	Verify(ctx context.Context, req Request) (receipts.Verification, error)
-}
-
 var (
-	_ Checker                   = inProcess{}
-	_ Checker                   = (*grpcClient)(nil)
-	_ plugin.GRPCPlugin         = (*grpcPlugin)(nil)
+	_ verifier.Checker          = (*grpcClient)(nil)
+	_ goplugin.GRPCPlugin       = (*grpcPlugin)(nil)
 	_ verifierpb.VerifierServer = (*grpcServer)(nil)
 )
 
-// InProcess returns a Checker that runs Verify in the calling process.
-func InProcess() Checker { return inProcess{} }
-
-type inProcess struct{}
-
-func (inProcess) Verify(ctx context.Context, req Request) (receipts.Verification, error) {
-	if err := ctx.Err(); err != nil {
-		return receipts.Verification{}, err
-	}
-	return Verify(req), nil
-}
-
 // grpcPlugin is the go-plugin glue: gRPC only, no net/rpc, no broker.
 type grpcPlugin struct {
-	plugin.NetRPCUnsupportedPlugin
-	impl Checker
+	goplugin.NetRPCUnsupportedPlugin
+	impl verifier.Checker
 }
 
-func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 	verifierpb.RegisterVerifierServer(s, &grpcServer{impl: p.impl})
 	return nil
 }
 
-func (p *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
+func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
 	return &grpcClient{c: verifierpb.NewVerifierClient(cc)}, nil
 }
 
-// PluginMap returns the plugin set of the verifier for plugin.ServeConfig
-// and plugin.ClientConfig. The served implementation is InProcess.
-func PluginMap() map[string]plugin.Plugin {
-	return map[string]plugin.Plugin{PluginName: &grpcPlugin{impl: InProcess()}}
+// pluginMap is the plugin set of the verifier, serving impl.
+func pluginMap(impl verifier.Checker) map[string]goplugin.Plugin {
+	return map[string]goplugin.Plugin{pluginName: &grpcPlugin{impl: impl}}
 }
 
-// Harden, when set, is called by Serve before anything else. The cut command
-// sets it to make the process undumpable (PR_SET_DUMPABLE 0, RLIMIT_CORE 0).
-// If it fails, Serve exits with status 1.
-var Harden func() error
+// Options configure the plugin process (ServeIfPlugin).
+type Options struct {
+	// Harden, when set, is called before anything else; if it fails, the
+	// process exits with status 1. cut makes itself undumpable there
+	// (PR_SET_DUMPABLE 0, RLIMIT_CORE 0).
+	Harden func() error
+}
 
-// Serve runs the verifier plugin: it is the whole main of the plugin
-// process and does not return. The process's stderr is copied into the
-// host's log, so nothing here ever writes input to it.
-func Serve() {
+// ServeIfPlugin makes the calling program its own verifier plugin: when
+// the process was started as the plugin (its first argument is Arg, as
+// LaunchSelf starts it), it hardens itself, serves the verifier until the
+// host stops it, and exits; otherwise it returns at once. A program calls
+// it first thing in main, before it reads any input.
+func ServeIfPlugin(opt Options) {
+	if len(os.Args) < 2 || os.Args[1] != Arg {
+		return
+	}
+	serve(opt)
+	os.Exit(0)
+}
+
+// serve runs the verifier plugin: the whole main of the plugin process.
+// The process's stderr is copied into the host's log, so nothing here ever
+// writes input to it.
+func serve(opt Options) {
+	// SIGQUIT's default action would dump every goroutine, with the
+	// inputs' bytes in their arguments, to the stderr the host logs.
+	signal.Ignore(syscall.SIGQUIT)
 	if v := os.Getenv(attachEnv); v != "" {
 		if fd, err := strconv.Atoi(v); err == nil && fd >= 3 {
 			attachFD = fd
 		}
 	}
-	if Harden != nil {
-		if err := Harden(); err != nil {
+	if opt.Harden != nil {
+		if err := opt.Harden(); err != nil {
 			fmt.Fprintln(os.Stderr, "verifier: plugin hardening failed")
 			os.Exit(1)
 		}
 	}
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: HandshakeConfig,
-		Plugins:         PluginMap(),
-		GRPCServer:      plugin.DefaultGRPCServer,
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig: handshake,
+		Plugins:         pluginMap(verifier.InProcess()),
+		GRPCServer:      goplugin.DefaultGRPCServer,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name: "verifier", Level: hclog.Info, Output: os.Stderr, JSONFormat: true,
 		}),
@@ -107,8 +168,8 @@ func Serve() {
 
 // Client is a running verifier plugin process.
 type Client struct {
-	pc      *plugin.Client
-	checker Checker
+	pc      *goplugin.Client
+	checker verifier.Checker
 	kill    context.CancelFunc // ends the command's context (see command)
 	dir     string             // the plugin's private socket directory
 }
@@ -152,7 +213,7 @@ const attachEnv = "PRIVACYCUT_VERIFIER_ATTACHMENT"
 
 // Run verifies one request in a plugin process started for it, and stops
 // the process: Launch, then Pending.Verify, then Pending.Close.
-func Run(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger, req Request) (receipts.Verification, error) {
+func Run(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger, req verifier.Request) (receipts.Verification, error) {
 	p, err := Launch(ctx, exe, args, env, logger)
 	if err != nil {
 		return receipts.Verification{}, err
@@ -190,7 +251,8 @@ type startResult struct {
 // once the plugin has started, that is, has hardened itself; the plugin
 // maps it read-only and refuses it unsealed. Nothing the plugin holds
 // before it is hardened gives access to the inputs: a socket cannot be
-// reopened through /proc, and its standard input is /dev/null (Main).
+// reopened through /proc, and the caller keeps its standard input free of
+// inputs.
 // Elsewhere Verify streams them as Start's Checker does. ctx bounds the
 // start and must outlive Verify. The caller must call Close.
 func Launch(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger) (*Pending, error) {
@@ -223,6 +285,20 @@ func Launch(ctx context.Context, exe string, args []string, env []string, logger
 	return p, nil
 }
 
+// LaunchSelf launches the running executable, re-executed with Arg, as the
+// verifier plugin for one request (Launch): the program must call
+// ServeIfPlugin first thing in main. On Linux the file started and hashed
+// is /proc/self/exe, the image this process runs: neither argv[0] (which
+// whoever runs the program chooses) nor a path (which an upgrade may
+// replace between the hash and the exec).
+func LaunchSelf(ctx context.Context, logger hclog.Logger) (*Pending, error) {
+	exe, err := selfExecutable()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	return Launch(ctx, exe, []string{Arg}, nil, logger)
+}
+
 // wait waits for the start to complete, once.
 func (p *Pending) wait() (*Client, error) {
 	if !p.waited {
@@ -240,7 +316,7 @@ var ErrUsed = errors.New("verifier: plugin already used for a request")
 // Where attachments are supported, the inputs are written and sealed on
 // this goroutine while the plugin may still be starting, and passed to it
 // once it has started; it maps them only when asked to verify.
-func (p *Pending) Verify(ctx context.Context, req Request) (receipts.Verification, error) {
+func (p *Pending) Verify(ctx context.Context, req verifier.Request) (receipts.Verification, error) {
 	if p.used {
 		return receipts.Verification{}, ErrUsed
 	}
@@ -294,22 +370,22 @@ func start(ctx context.Context, cmd *exec.Cmd, kill context.CancelFunc, logger h
 		kill()
 		return nil, fmt.Errorf("%w: socket directory: %w", ErrStart, err)
 	}
-	cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+dir)
+	cmd.Env = append(cmd.Env, goplugin.EnvUnixSocketDir+"="+dir)
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	pc := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  HandshakeConfig,
-		Plugins:          PluginMap(),
+	pc := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  handshake,
+		Plugins:          pluginMap(nil),
 		Cmd:              cmd,
-		SecureConfig:     &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()},
+		SecureConfig:     &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()},
 		AutoMTLS:         true,
 		SkipHostEnv:      true,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		Logger:           logger,
 	})
 	type started struct {
-		c   Checker
+		c   verifier.Checker
 		err error
 	}
 	done := make(chan started, 1)
@@ -319,7 +395,7 @@ func start(ctx context.Context, cmd *exec.Cmd, kill context.CancelFunc, logger h
 			done <- started{nil, err}
 			return
 		}
-		raw, err := rpc.Dispense(PluginName)
+		raw, err := rpc.Dispense(pluginName)
 		if err != nil {
 			done <- started{nil, err}
 			return
@@ -354,7 +430,7 @@ func start(ctx context.Context, cmd *exec.Cmd, kill context.CancelFunc, logger h
 }
 
 // Checker returns the Checker that calls the plugin process.
-func (c *Client) Checker() Checker { return c.checker }
+func (c *Client) Checker() verifier.Checker { return c.checker }
 
 // Close stops the plugin process.
 func (c *Client) Close() error {

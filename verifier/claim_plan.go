@@ -8,32 +8,6 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// manifest is the Manifest@1 whose keyed digest the plan binds.
-type manifest struct {
-	Schema string         `json:"schema"`
-	Parts  []manifestPart `json:"parts"`
-}
-
-type manifestPart struct {
-	Kind       string `json:"kind"`
-	Key        string `json:"key"`
-	TextDigest string `json:"text_digest"`
-}
-
-// manifestDigest returns H(Manifest@1) of the source.
-func (c *check) manifestDigest() (string, error) {
-	m := manifest{Schema: "Manifest@1", Parts: make([]manifestPart, len(c.src.Parts))}
-	for i := range c.src.Parts {
-		pt := &c.src.Parts[i]
-		d, err := keyed(c.key, pt.Text)
-		if err != nil {
-			return "", err
-		}
-		m.Parts[i] = manifestPart{Kind: pt.Kind, Key: pt.Key, TextDigest: d}
-	}
-	return keyedCanonical(c.key, m)
-}
-
 // absoluteHTTP reports whether s is an absolute http or https URL with a
 // host, and no user info or fragment.
 func absoluteHTTP(s string) bool {
@@ -44,9 +18,10 @@ func absoluteHTTP(s string) bool {
 	return u.Scheme == "http" || u.Scheme == "https"
 }
 
-// checkPlan evaluates plan-match. Details name plan fields, never values.
-func (c *check) checkPlan() {
-	o := &c.out[cPlan]
+// planMatch concludes plan-match: the plan is a well-formed
+// DisclosurePlan@1 of this policy that binds this source, vocabulary and
+// receipts and has not expired. Details name plan fields, never values.
+func (c *check) planMatch(o *outcome) {
 	if c.plan == nil {
 		o.fail("plan: not decodable: %s", errText(c.planErr))
 		return
@@ -130,7 +105,7 @@ func (c *check) checkPlan() {
 			break
 		}
 	}
-	if c.w != nil && c.src != nil && c.voc != nil {
+	if c.w.walked {
 		if !c.w.sourceRecognized {
 			o.fail("source not fully recognized: its categories are unknown")
 		} else if c.w.findings == 0 && slices.Contains(p.Invariants, "preserve-diagnostics") {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package verifier
+package plugin
 
 import (
 	"os/exec"
@@ -16,3 +16,7 @@ import (
 func dieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// selfExecutable is the file the plugin is started from and hashed as:
+// /proc/self/exe, the image this process runs.
+func selfExecutable() (string, error) { return "/proc/self/exe", nil }

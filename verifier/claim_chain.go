@@ -3,24 +3,8 @@ package verifier
 import (
 	"slices"
 
-	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
 )
-
-// candidateDigest returns H(Candidate@1):
-// {"schema":"Candidate@1","parts":[{"kind":…,"key":…,"text":…}…]}, made of the source parts' kinds and
-// keys and the export's texts: the candidate the export was cut from.
-func (c *check) candidateDigest() (string, error) {
-	tree, _ := partsTree(func(i int) []canon.Member {
-		p := &c.src.Parts[i]
-		return []canon.Member{
-			member("kind", strValue([]byte(p.Kind))),
-			member("key", strValue([]byte(p.Key))),
-			member("text", strValue(c.expParts[i].text)),
-		}
-	}, len(c.src.Parts), member("schema", strValue([]byte("Candidate@1"))))
-	return keyedTree(c.key, tree)
-}
 
 // expectedOperations returns the censor receipt's operations: one
 // replace-owner per category with at least one span, in category order.
@@ -34,10 +18,9 @@ func expectedOperations(counts [8]int) []receipts.Operation {
 	return ops
 }
 
-// checkChain evaluates receipt-chain: exactly the censor and export
-// receipts of DESIGN.md, in order, with every digest recomputed.
-func (c *check) checkChain() {
-	o := &c.out[cChain]
+// receiptChain concludes receipt-chain: exactly the censor and export
+// receipts of docs/DESIGN.md, in order, with every digest recomputed.
+func (c *check) receiptChain(o *outcome) {
 	if c.recErr != nil {
 		o.fail("receipts: not decodable: %s", errText(c.recErr))
 		return
@@ -64,7 +47,7 @@ func (c *check) checkChain() {
 		if labelDigest, err = c.dig.label, c.dig.labelErr; err != nil {
 			o.fail("label digest: %s", errText(err))
 		}
-		if c.expParts == nil || len(c.expParts) != len(c.src.Parts) {
+		if c.exp == nil || len(c.exp) != len(c.src.Parts) {
 			o.fail("candidate digest: export parts do not pair with source parts")
 		} else if candDigest, err = c.dig.candidate, c.dig.candidateErr; err != nil {
 			o.fail("candidate digest: %s", errText(err))
@@ -104,7 +87,7 @@ func (c *check) checkChain() {
 		o.fail("receipt 0: must not be terminal")
 	}
 	switch {
-	case c.w == nil || c.src == nil || c.voc == nil:
+	case !c.w.walked:
 		o.fail("receipt 0: operations cannot be recomputed")
 	case !c.w.sourceRecognized:
 		o.fail("receipt 0: operations cannot be recomputed: source not recognized")
@@ -128,8 +111,8 @@ func (c *check) checkChain() {
 	if len(r1.Parents) != 1 || r1.Parents[0] != c.recDigests[0] {
 		o.fail("receipt 1: parents are not [digest of receipt 0]")
 	}
-	wantOps := []receipts.Operation{{Op: "drop-metadata", Category: "part", Count: len(c.expParts)}}
-	if c.expParts == nil || !slices.Equal(r1.Operations, wantOps) {
+	wantOps := []receipts.Operation{{Op: "drop-metadata", Category: "part", Count: len(c.exp)}}
+	if c.exp == nil || !slices.Equal(r1.Operations, wantOps) {
 		o.fail("receipt 1: operations do not count the parts")
 	}
 	o.facts = "receipts=2"

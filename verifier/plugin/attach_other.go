@@ -1,6 +1,6 @@
 //go:build !linux
 
-package verifier
+package plugin
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package verifier
+package plugin
 
 import (
 	"context"
@@ -7,34 +7,33 @@ import (
 	"testing"
 )
 
-// pluginEnv, when set to 1, makes the test binary serve as the verifier
-// plugin instead of running tests: the subprocess tests start it that way.
-const pluginEnv = "PRIVACYCUT_VERIFIER_TEST_AS_PLUGIN"
-
 // stderrMarker is what the test plugin writes to its stderr at start.
 const stderrMarker = "verifier-test-plugin: serving"
+
+// hardenFailEnv, when set to 1 in a test plugin's environment, makes its
+// hardening fail.
+const hardenFailEnv = "PRIVACYCUT_VERIFIER_TEST_HARDEN_FAIL"
 
 // hostEnv, when set to 1, makes the test binary a host that launches a
 // plugin, says "ready" on stdout once it has started, and waits to be
 // killed (TestPluginDiesWithHost).
 const hostEnv = "PRIVACYCUT_VERIFIER_TEST_AS_HOST"
 
+// TestMain makes the test binary its own plugin, as a program embedding the
+// verifier is: started with Arg, it serves (ServeIfPlugin) and never runs
+// the tests.
 func TestMain(m *testing.M) {
+	ServeIfPlugin(Options{Harden: func() error {
+		if os.Getenv(hardenFailEnv) == "1" {
+			return os.ErrPermission
+		}
+		// A marker on stderr: the tests check that the plugin's stderr
+		// reaches the host's logger.
+		fmt.Fprintln(os.Stderr, stderrMarker)
+		return nil
+	}})
 	if os.Getenv(hostEnv) == "1" {
 		serveAsHost()
-		return
-	}
-	if os.Getenv(pluginEnv) == "1" {
-		Harden = func() error {
-			if os.Getenv("PRIVACYCUT_VERIFIER_TEST_HARDEN_FAIL") == "1" {
-				return os.ErrPermission
-			}
-			// A marker on stderr: the tests check that the plugin's
-			// stderr reaches the host's logger.
-			fmt.Fprintln(os.Stderr, stderrMarker)
-			return nil
-		}
-		Serve() // never returns
 		return
 	}
 	os.Exit(m.Run())
@@ -43,11 +42,7 @@ func TestMain(m *testing.M) {
 // serveAsHost is the test binary as a host (hostEnv): it launches a plugin,
 // waits for its start, says so and waits to be killed.
 func serveAsHost() {
-	exe, err := os.Executable()
-	if err != nil {
-		os.Exit(2)
-	}
-	p, err := Launch(context.Background(), exe, []string{"-test.run=^$"}, []string{pluginEnv + "=1"}, nil)
+	p, err := LaunchSelf(context.Background(), nil)
 	if err != nil {
 		os.Exit(2)
 	}
@@ -59,7 +54,7 @@ func serveAsHost() {
 }
 
 // selfExe returns this test binary, which the subprocess tests run as the
-// plugin (pluginEnv) or as a host (hostEnv); it skips them in -short mode.
+// plugin (with Arg) or as a host (hostEnv); it skips them in -short mode.
 func selfExe(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package verifier
+package plugin
 
 import (
 	"errors"

@@ -14,9 +14,9 @@ func isBoundary(c byte) bool {
 	return c == ' ' || c == '@' || c == '=' || c == '"' || c == '\n'
 }
 
-// checkResidual evaluates no-residual: no owner value, as written inside
-// quotes in the source, occurs in an export text except wholly inside one
-// public item, one literal or one well-formed token.
+// no-residual: no owner value, as written inside quotes in the source,
+// occurs in an export text except wholly inside one public item, one
+// literal or one well-formed token.
 //
 // A value that straddles two spans of a recognized record contains a
 // boundary byte, so values without one can only occur wholly inside a span:
@@ -25,8 +25,11 @@ func isBoundary(c byte) bool {
 // source part). Values with a boundary byte are searched in every export text
 // and each occurrence is checked against the spans of its record. Both
 // searches are one Aho–Corasick pass each.
-func (c *check) checkResidual(vt *valueTable, bad []region) {
-	res := &c.out[cResidual]
+func (c *check) noResidual(res *outcome) {
+	if !c.w.walked || c.exp == nil {
+		return
+	}
+	vt, bad := c.w.values, c.w.bad
 	// The distinct values as written, whatever their categories.
 	values := newByteTable()
 	defer values.release()
@@ -75,7 +78,7 @@ func (c *check) checkResidual(vt *valueTable, bad []region) {
 	if len(straddling) > 0 {
 		for _, r := range c.scanStraddling(straddling, scanChunk) {
 			if r.found > 0 {
-				text := c.expParts[r.part].text
+				text := c.exp[r.part].text
 				report(r.part, text, r.s, r.e)
 				found += r.found - 1
 			}
@@ -85,7 +88,7 @@ func (c *check) checkResidual(vt *valueTable, bad []region) {
 		m := newMatcher(plain)
 		defer m.release()
 		for _, r := range bad {
-			text := c.expParts[r.part].text
+			text := c.exp[r.part].text
 			m.scan(text, r.start, r.end, func(s, e int) bool {
 				report(r.part, text, s, e)
 				return true
@@ -138,7 +141,7 @@ func (c *check) scanStraddling(values [][]byte, chunk int) []scanResult {
 		longest = max(longest, len(v))
 	}
 	var units []scanUnit
-	for p, part := range c.expParts {
+	for p, part := range c.exp {
 		for a := 0; a < len(part.text); a += chunk {
 			// An occurrence ending after a starts after a-longest.
 			units = append(units, scanUnit{p, max(0, a-longest+1), min(len(part.text), a+chunk), a})
@@ -172,7 +175,7 @@ func (c *check) scanStraddling(values [][]byte, chunk int) []scanResult {
 // scanUnit searches one unit. An occurrence in an export part with no
 // source part, or not wholly inside one known span of its record, counts.
 func (c *check) scanUnit(m *matcher, rec *recognizer, spans *[]span, u scanUnit, r *scanResult) {
-	text := c.expParts[u.part].text
+	text := c.exp[u.part].text
 	*r = scanResult{part: u.part}
 	paired := u.part < len(c.src.Parts)
 	cachedStart := -1

@@ -524,7 +524,7 @@ const file_verifier_proto_rawDesc = "" +
 	"\x10INPUT_VOCABULARY\x10\x04\x12\x12\n" +
 	"\x0eINPUT_RECEIPTS\x10\x052e\n" +
 	"\bVerifier\x12Y\n" +
-	"\x06Verify\x12%.privacycut.verifier.v1.VerifyRequest\x1a&.privacycut.verifier.v1.VerifyResponse(\x01B?Z=github.com/privacycut/privacycut/verifier/internal/verifierpbb\x06proto3"
+	"\x06Verify\x12%.privacycut.verifier.v1.VerifyRequest\x1a&.privacycut.verifier.v1.VerifyResponse(\x01BFZDgithub.com/privacycut/privacycut/verifier/plugin/internal/verifierpbb\x06proto3"
 
 var (
 	file_verifier_proto_rawDescOnce sync.Once

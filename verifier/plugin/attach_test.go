@@ -1,6 +1,6 @@
 //go:build linux
 
-package verifier
+package plugin
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/privacycut/privacycut/verifier"
 )
 
 // TestRunAttached verifies through a one-shot plugin whose inputs arrive in
@@ -25,13 +27,13 @@ func TestRunAttached(t *testing.T) {
 	exe := selfExe(t)
 	vs := map[string]vector{}
 	for _, v := range loadVectors(t) {
-		vs[v.name] = v
+		vs[v.Name] = v
 	}
 	for _, name := range []string{"good-irreversible", "value-left", "token-swapped"} {
-		req := vs[name].request(t)
-		want := Verify(req)
+		req := vectorRequest(t, vs[name])
+		want := verifier.Verify(req)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		got, err := Run(ctx, exe, []string{"-test.run=^$"}, []string{pluginEnv + "=1"}, nil, req)
+		got, err := Run(ctx, exe, []string{Arg}, nil, nil, req)
 		cancel()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -123,16 +125,16 @@ func TestLaunchPending(t *testing.T) {
 	before := len(children(t, os.Getpid()))
 	launch := func() *Pending {
 		t.Helper()
-		p, err := Launch(context.Background(), exe, []string{"-test.run=^$"}, []string{pluginEnv + "=1"}, nil)
+		p, err := Launch(context.Background(), exe, []string{Arg}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	var req Request
+	var req verifier.Request
 	for _, v := range loadVectors(t) {
-		if v.name == "value-left" {
-			req = v.request(t)
+		if v.Name == "value-left" {
+			req = vectorRequest(t, v)
 		}
 	}
 	p := launch()
@@ -141,7 +143,7 @@ func TestLaunchPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := Verify(req); got.Verdict != want.Verdict || got.Verdict != "fail" || len(got.Claims) != len(want.Claims) {
+	if want := verifier.Verify(req); got.Verdict != want.Verdict || got.Verdict != "fail" || len(got.Claims) != len(want.Claims) {
 		t.Errorf("launched plugin: %s, in process %s", got.Verdict, want.Verdict)
 	}
 	if _, err := p.Verify(context.Background(), req); !errors.Is(err, ErrUsed) {
