@@ -29,6 +29,7 @@ var policy = map[string][]string{
 	"internal/bigbuf":  {},
 	"importer":         {"grammar", "receipts", "canon"},
 	"osvvocab":         {"grammar", "receipts", "canon"},
+	"route":            {"receipts", "canon"},
 }
 
 // TestImportPolicy fails when a package depends on a project package the
