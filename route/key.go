@@ -106,10 +106,13 @@ func verifierHash(vkey, name string) (uint32, bool) {
 func ParseSignerKey(text []byte) (*SignerKey, error) {
 	malformed := func() error { return &KeyError{Reason: "not a signer key of the signed-note format"} }
 	text = bytes.TrimSuffix(text, []byte("\n"))
-	if len(text) > maxSignerKeyText || !bytes.HasPrefix(text, []byte(signerPrefix)) {
+	// The base64 decoder skips CR and LF: refuse them here, so that one key
+	// has one text.
+	if len(text) > maxSignerKeyText || !bytes.HasPrefix(text, []byte(signerPrefix)) || bytes.ContainsAny(text, "\r\n") {
 		return nil, malformed()
 	}
-	fields := bytes.Split(text[len(signerPrefix):], []byte("+"))
+	// The base64 alphabet holds '+': the name, the hash, and the rest.
+	fields := bytes.SplitN(text[len(signerPrefix):], []byte("+"), 3)
 	if len(fields) != 3 {
 		return nil, malformed()
 	}
