@@ -142,7 +142,10 @@ func TestSignerKeyRedacts(t *testing.T) {
 		Name string
 	}
 	h := holder{Key: k, Val: *k, Name: "x"}
-	var outs []string
+	outs := []string{k.String(), k.GoString()}
+	if k.String() != "SignerKey(REDACTED)" || k.GoString() != "SignerKey(REDACTED)" {
+		t.Errorf("String/GoString: %s %s", k.String(), k.GoString())
+	}
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%T"} {
 		outs = append(outs, fmt.Sprintf(verb, k), fmt.Sprintf(verb, *k), fmt.Sprintf(verb, h), fmt.Sprintf(verb, &h))
 	}

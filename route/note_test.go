@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -440,4 +441,38 @@ func mustVerifier(t testing.TB, vkey string) note.Verifier {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestConcurrentUse: one trust list, route and key serve concurrent
+// opens, instantiations and checks (a gateway's requests); run with -race.
+func TestConcurrentUse(t *testing.T) {
+	k, tr := testSigner(t, "concurrent", "reviewer")
+	r := reversibleRoute(t)
+	msg := approve(t, k, r)
+	in := Instance{ManifestDigest: "hmac-sha256:" + strings.Repeat("a", 64), RestrictedRef: "hmac-sha256:" + strings.Repeat("b", 64),
+		VocabularyDigest: r.VocabularyDigest, Now: testNow}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 20 {
+				a, err := Open(msg, tr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				p, err := Instantiate(a.Route, a.Digest, in)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := Check(p, a.Route, a.Digest, testNow); err != nil {
+					t.Error(err)
+				}
+				if _, err := Approve(k, msg[:bytes.IndexByte(msg, '\n')]); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
