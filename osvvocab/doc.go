@@ -24,6 +24,17 @@
 // for modules the OSV entries already name: a module the database does not
 // know never enters the vocabulary from that file.
 //
+// Of such a file's versions, those that could name something private are
+// left out and counted unless the caller allows them: pseudo-versions
+// ("v0.0.0-20220722155237-a158d28d115b", which name commits;
+// [Builder.AllowPseudoVersions], counted in Stats.VersionsPseudo) and every
+// other version with a prerelease or build-metadata part
+// ("v1.0.7-acme-payments-ledger.1", "v1.4.0+corp", "v1.5.0-rc.1", which a
+// fork served under the public path may have tagged itself;
+// [Builder.AllowPrereleaseVersions], counted in Stats.VersionsPrerelease).
+// A release version is taken, also with Go's "+incompatible" marker. A
+// version an OSV entry names is public and kept whatever its form.
+//
 // Entries are read from a directory (recursively, regular *.json files;
 // symbolic links are not followed), from a zip archive (the database's
 // vulndb.zip or osv.dev's all.zip) or from one JSON file. JSON files that are
@@ -44,7 +55,8 @@
 //     the fixed status and question lists. A module-versions file
 //     contributes versions of modules the entries name, nothing else; its
 //     other lines (the main module, private dependencies, replacements) are
-//     counted and dropped.
+//     counted and dropped, and so are its pseudo-versions and prerelease or
+//     build-metadata versions unless the caller allows each kind.
 //   - Items are never repaired. An item that could not be a vocabulary item
 //     under [grammar.LoadVocabulary] (white space, quotes, backslashes,
 //     controls, invisible or bidi characters, not NFC, "@" in a module or
@@ -58,8 +70,13 @@
 //     database and a fixed reason, never file content.
 //
 // Not guaranteed: that the OSV data is authentic or current — that is the
-// caller's duty (fetch the database over an authenticated channel). With
-// module-versions the vocabulary, and its digest that plans and receipts
-// bind, reflect the versions listed; list every published version (`go list
-// -m -versions`) rather than the ones in use if that matters to you.
+// caller's duty (fetch the database over an authenticated channel). A
+// fork's own release tags (a v1.0.8 that the public module never published)
+// look like any release and are taken: list versions from the public proxy
+// (`GOPROXY=https://proxy.golang.org go list -m -versions`) rather than
+// from a build that uses a private proxy, if a fork may be served under a
+// public path. With module-versions the vocabulary, and its digest that
+// plans and receipts bind, reflect the versions listed; list every
+// published version (`go list -m -versions`) rather than the ones in use if
+// that matters to you.
 package osvvocab

@@ -77,9 +77,11 @@ type Stats struct {
 	OtherRanges, OtherEcosystems int
 	// Module-versions lines: versions added, lines about modules the entries
 	// do not name, lines with a replacement ("=>"), versions that are not
-	// "v…" vocabulary items, and pseudo-versions left out (without
-	// AllowPseudoVersions).
+	// "v…" vocabulary items, pseudo-versions left out (without
+	// AllowPseudoVersions), and other versions with a prerelease or build
+	// metadata part left out (without AllowPrereleaseVersions).
 	VersionsAdded, VersionsOutside, VersionsReplaced, VersionsInvalid, VersionsPseudo int
+	VersionsPrerelease                                                                int
 }
 
 // Builder collects the items of OSV entries. The zero value is not usable;
@@ -91,6 +93,7 @@ type Builder struct {
 	extra       [][]byte // module-versions files, applied by Build
 	extraNames  []string
 	pseudo      bool // take pseudo-versions from module-versions files
+	prerelease  bool // take other prerelease and build-metadata versions from them
 	total       int64
 	stats       Stats
 }
@@ -330,6 +333,27 @@ func (b *Builder) AddModuleVersions(name string, data []byte) error {
 // name are public and always kept.
 func (b *Builder) AllowPseudoVersions() { b.pseudo = true }
 
+// AllowPrereleaseVersions makes Build take versions with a prerelease or
+// build-metadata part ("v1.0.7-acme-payments-ledger.1", "v1.4.0+corp",
+// "v1.5.0-rc.1") that are not pseudo-versions from module-versions files
+// too. By default it leaves them out, as it leaves out pseudo-versions: a
+// fork served under its public path from a private mirror or proxy has
+// tags of its own, and their names (often the team's or the product's) are
+// private; as a vocabulary item such a tag would leave verbatim in every
+// export that names it. Such versions the OSV entries themselves name are
+// public and always kept. A release version is taken as it is, also with
+// Go's "+incompatible" marker (the go command adds it to a vN tag, N >= 2,
+// of a module without a go.mod file; it is not part of the tag).
+func (b *Builder) AllowPrereleaseVersions() { b.prerelease = true }
+
+// prereleaseOrBuild reports whether v has a prerelease or build-metadata
+// part other than Go's "+incompatible" marker on a release: a '-' or '+'
+// after the "v". Versions that are not semantic versions at all are judged
+// by the same characters.
+func prereleaseOrBuild(v string) bool {
+	return strings.ContainsAny(strings.TrimSuffix(v, "+incompatible"), "-+")
+}
+
 // pseudoVersion matches Go's three pseudo-version forms (vX.0.0-, vX.Y.Z-pre.0.
 // and vX.Y.(Z+1)-0., then a 14-digit UTC time, '-' and a commit prefix,
 // optionally +incompatible or other build metadata).
@@ -363,8 +387,13 @@ func (b *Builder) applyModuleVersions(st *Stats) error {
 				if vers[v] {
 					continue
 				}
-				if !b.pseudo && pseudoVersion.MatchString(v) {
-					st.VersionsPseudo++
+				if pseudoVersion.MatchString(v) {
+					if !b.pseudo {
+						st.VersionsPseudo++
+						continue
+					}
+				} else if !b.prerelease && prereleaseOrBuild(v) {
+					st.VersionsPrerelease++
 					continue
 				}
 				vers[v] = true

@@ -3,6 +3,7 @@ package osvvocab
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/mod/semver"
 
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/grammar"
@@ -435,7 +437,8 @@ func FuzzAddEntry(f *testing.F) {
 
 // TestPseudoVersions: pseudo-versions from a module-versions file are left
 // out unless allowed; one the OSV entries name is kept either way; release
-// and pre-release versions are not pseudo-versions.
+// and prerelease versions are not pseudo-versions (a prerelease needs its
+// own flag, TestPrereleaseVersions).
 func TestPseudoVersions(t *testing.T) {
 	const x = "golang.org/x/net"
 	mv := []byte(x + " v0.0.0-20220722155237-a158d28d115b v0.0.0-20220906165146-f3363e06e74c v0.3.1-0.20220101000000-0123456789ab v0.4.0-rc.1.0.20220101000000-0123456789ab v1.2.3-rc.1 v0.1.0\n")
@@ -459,8 +462,8 @@ func TestPseudoVersions(t *testing.T) {
 			"v0.0.0-20220722155237-a158d28d115b":        allow,
 			"v0.3.1-0.20220101000000-0123456789ab":      allow,
 			"v0.4.0-rc.1.0.20220101000000-0123456789ab": allow,
-			"v0.0.0-20220906165146-f3363e06e74c":        true, // an OSV event
-			"v1.2.3-rc.1":                               true,
+			"v0.0.0-20220906165146-f3363e06e74c":        true,  // an OSV event
+			"v1.2.3-rc.1":                               false, // a prerelease, not a pseudo-version
 			"v0.1.0":                                    true,
 		} {
 			if gv.HasVersion(x, ver) != want {
@@ -470,6 +473,98 @@ func TestPseudoVersions(t *testing.T) {
 		if wantSkipped := map[bool]int{false: 3, true: 0}[allow]; v.Stats.VersionsPseudo != wantSkipped {
 			t.Errorf("allow %v: %d pseudo-versions left out, want %d", allow, v.Stats.VersionsPseudo, wantSkipped)
 		}
+		if v.Stats.VersionsPrerelease != 1 {
+			t.Errorf("allow %v: %d prerelease versions left out, want 1", allow, v.Stats.VersionsPrerelease)
+		}
+	}
+}
+
+// TestPrereleaseVersions: the forgery of testdata/fork-tags.txt. A fork's
+// own prerelease and build-metadata tags, in a module-versions file, are
+// left out of the vocabulary unless allowed, and counted; a finding at such
+// a version is then refused UNKNOWN_VERSION instead of passing as public
+// text. Release versions (also with "+incompatible") are taken; prerelease
+// versions an OSV entry names are kept either way.
+func TestPrereleaseVersions(t *testing.T) {
+	mv, err := os.ReadFile("testdata/fork-tags.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forkTags := map[string][]string{
+		"golang.org/x/text": {"v0.3.8-acme-payments-ledger.1", "v0.3.7+corp"},
+		"golang.org/x/net":  {"v0.0.1-acme-payments-ledger.2+build.7", "v0.2.0-rc.1"},
+	}
+	for _, allow := range []bool{false, true} {
+		v := build(t, func(b *Builder) {
+			if err := b.AddPath(dbDir); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.AddModuleVersions("fork-tags.txt", mv); err != nil {
+				t.Fatal(err)
+			}
+			if allow {
+				b.AllowPrereleaseVersions()
+			}
+		})
+		gv, err := grammar.LoadVocabulary(v.JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for mod, tags := range forkTags {
+			for _, tag := range tags {
+				if gv.HasVersion(mod, tag) != allow {
+					t.Errorf("allow %v: %s@%s in the vocabulary: %v", allow, mod, tag, !allow)
+				}
+			}
+		}
+		if !gv.HasVersion("github.com/example/quirks", "v2.0.0+incompatible") {
+			t.Errorf("allow %v: a release with +incompatible left out", allow)
+		}
+		if !gv.HasVersion("stdlib", "v1.19.0-0") {
+			t.Errorf("allow %v: a prerelease OSV event left out", allow)
+		}
+		if bytes.Contains(v.JSON, []byte("acme-payments-ledger")) != allow {
+			t.Errorf("allow %v: the fork's name in the vocabulary: %v", allow, !allow)
+		}
+		wantStats := map[bool][2]int{false: {1, 4}, true: {5, 0}}[allow]
+		if got := [2]int{v.Stats.VersionsAdded, v.Stats.VersionsPrerelease}; got != wantStats {
+			t.Errorf("allow %v: added, prerelease left out = %v, want %v", allow, got, wantStats)
+		}
+
+		// What the cut makes of a finding at the fork's tag.
+		text := "finding GO-2022-1059 golang.org/x/text@v0.3.8-acme-payments-ledger.1 affected https://go.dev/issue/56152\n"
+		proj, _ := json.Marshal(map[string]any{"schema": "Projection@1", "profile": "closed-diagnostic@1",
+			"parts": []any{map[string]any{"kind": "block", "key": "k", "text": text,
+				"label":   map[string]any{"class": "private", "weight": 1, "categories": []string{}, "subjects": []string{}, "parents": []string{}, "handling": []string{}},
+				"lineage": []string{"sha256:" + strings.Repeat("0", 64)}}}})
+		doc, refs := grammar.LoadProjection(proj, grammar.LoadOptions{})
+		if refs != nil {
+			t.Fatal(refs)
+		}
+		res := grammar.Check(doc, grammar.NewParser(gv, grammar.Options{}), 0, nil)
+		if allow {
+			if !res.OK() {
+				t.Errorf("allowed: the finding is refused: %v", res.Refusals)
+			}
+		} else if res.OK() || res.Refusals[0].Code != receipts.UnknownVersion {
+			t.Errorf("not allowed: the fork's tag passes as public text (refusals %v)", res.Refusals)
+		}
+	}
+}
+
+// TestPrereleaseOrBuild: for semantic versions, the rule is semver's
+// prerelease and build metadata, "+incompatible" on a release aside.
+func TestPrereleaseOrBuild(t *testing.T) {
+	for _, v := range []string{"v1.2.3", "v1.2.3-rc.1", "v1.2.3+corp", "v1.2.3-rc.1+corp", "v2.0.0+incompatible",
+		"v2.0.0-rc.1+incompatible", "v2.0.0+corp.incompatible", "v1.0.7-acme-payments-ledger.1", "v0.0.0-20220722155237-a158d28d115b",
+		"v1.19.0-0", "v3.1.4+incompatible"} {
+		if !semver.IsValid(v) {
+			t.Fatalf("%s is not a semantic version", v)
+		}
+		want := semver.Prerelease(v) != "" || semver.Build(v) != "" && semver.Build(v) != "+incompatible"
+		if got := prereleaseOrBuild(v); got != want {
+			t.Errorf("prereleaseOrBuild(%s) = %v, semver says %v", v, got, want)
+		}
 	}
 }
 
@@ -478,6 +573,8 @@ func TestPseudoVersions(t *testing.T) {
 // UTF-8, or builds a vocabulary with the same modules as without it, to
 // which it adds exactly the "v…" version items on its lines (not comments,
 // not replacements) about those modules, pseudo-versions only when allowed,
+// other versions with a prerelease or build-metadata part (but a release's
+// "+incompatible") only when those are allowed,
 // as many as Stats.VersionsAdded counts. The build is deterministic.
 func FuzzModuleVersions(f *testing.F) {
 	const canary = "CANARY-2b7c-ledger"
@@ -485,8 +582,12 @@ func FuzzModuleVersions(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(mv, false)
-	f.Add(mv, true)
+	f.Add(mv, false, false)
+	f.Add(mv, true, true)
+	if forks, err := os.ReadFile("testdata/fork-tags.txt"); err == nil {
+		f.Add(forks, false, false)
+		f.Add(forks, false, true)
+	}
 	for _, s := range []string{
 		"golang.org/x/net v0.5.0 v0.6.0\r\n# golang.org/x/net v9.9.9\n\tgolang.org/x/text  v0.3.9\t\n",
 		"golang.org/x/net v0.0.0-20230101000000-0123456789ab v0.7.1-0.20230101000000-0123456789ab\n",
@@ -497,10 +598,12 @@ func FuzzModuleVersions(f *testing.F) {
 		"# " + canary + "\xff\n" + canary + " \xfe\n",
 		"stdlib v1.21.0\n" + canary + " v1.0.0\n",
 		"golang.org/x/net e\u0301v1.0.0 v1.0.0-e\u0301\n",
+		"golang.org/x/net v0.9.0-" + canary + ".1 v0.9.0+corp v2.0.0+incompatible v2.0.0+corp+incompatible\n",
 		"", "\n\n", "\xff", "golang.org/x/net",
 	} {
-		f.Add([]byte(s), false)
-		f.Add([]byte(s), true)
+		f.Add([]byte(s), false, false)
+		f.Add([]byte(s), true, false)
+		f.Add([]byte(s), false, true)
 	}
 	b := New()
 	if err := b.AddPath(dbDir); err != nil {
@@ -514,8 +617,8 @@ func FuzzModuleVersions(f *testing.F) {
 	if err := canon.Unmarshal(base.JSON, &bd, canon.Options{}); err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, data []byte, pseudo bool) {
-		b.extra, b.extraNames, b.pseudo = nil, nil, pseudo
+	f.Fuzz(func(t *testing.T, data []byte, pseudo, prerelease bool) {
+		b.extra, b.extraNames, b.pseudo, b.prerelease = nil, nil, pseudo, prerelease
 		if err := b.AddModuleVersions("mv", data); err != nil {
 			t.Fatalf("AddModuleVersions: %v", err)
 		}
@@ -545,9 +648,18 @@ func FuzzModuleVersions(f *testing.F) {
 				continue
 			}
 			for _, ver := range fields[1:] {
-				if strings.HasPrefix(ver, "v") && validItem(grammar.ClassVersion, ver) && (pseudo || !pseudoVersion.MatchString(ver)) {
-					add[fields[0]][ver] = true
+				if !strings.HasPrefix(ver, "v") || !validItem(grammar.ClassVersion, ver) {
+					continue
 				}
+				// A pseudo-version only when allowed; any other version
+				// with a '-' or '+' (but a release's "+incompatible")
+				// only when prereleases are allowed.
+				isPseudo := pseudoVersion.MatchString(ver)
+				core := strings.TrimSuffix(ver, "+incompatible")
+				if isPseudo && !pseudo || !isPseudo && !prerelease && strings.ContainsAny(core, "-+") {
+					continue
+				}
+				add[fields[0]][ver] = true
 			}
 		}
 		if bad > 0 {

@@ -30,6 +30,7 @@ var policy = map[string][]string{
 	"internal/bigbuf":  {},
 	"importer":         {"grammar", "receipts", "canon"},
 	"osvvocab":         {"grammar", "receipts", "canon"},
+	"route":            {"receipts", "canon"},
 
 	// The vault's light half (the call types and errors, the gRPC glue
 	// both ends share, the client) links neither the service nor the store
