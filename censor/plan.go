@@ -26,6 +26,10 @@ type PlanOptions struct {
 	ThreatModel string // default "remote-model-honest-but-curious"
 	Retention   string // default receipts.RetentionNone
 
+	// Wire is the wire profile (nil: export@1). A profile other than
+	// export@1 binds OutputSchemaDigest in either mode.
+	Wire *receipts.Wire
+
 	// Reversible only.
 	RemoteDeadline     time.Duration // default 10m
 	ReturnWindow       time.Duration // default 1h
@@ -40,8 +44,8 @@ func NewPlan(doc *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceK
 	if err != nil {
 		return nil, err
 	}
-	h := k.NewHMAC()
-	if err := doc.WriteCanonical(h); err != nil {
+	ref, err := RestrictedRef(doc, k)
+	if err != nil {
 		return nil, err
 	}
 	if o.Mode == "" {
@@ -77,7 +81,7 @@ func NewPlan(doc *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceK
 		Target:           o.Target,
 		Mode:             o.Mode,
 		ManifestDigest:   md,
-		RestrictedRef:    receipts.FormatHMAC(h.Sum(nil)),
+		RestrictedRef:    ref,
 		Invariants:       append([]string(nil), receipts.RequiredInvariants...),
 		ThreatModel:      o.ThreatModel,
 		Retention:        o.Retention,
@@ -109,6 +113,13 @@ func NewPlan(doc *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceK
 		p.ReturnWindowS = int(o.ReturnWindow / time.Second)
 		p.Station = o.Station
 		p.OutputSchemaDigest = o.OutputSchemaDigest
+	}
+	if o.Wire != nil {
+		w := *o.Wire
+		p.Wire = &w
+		if w.Profile != receipts.WireExport {
+			p.OutputSchemaDigest = o.OutputSchemaDigest
+		}
 	}
 	if _, err := CheckPlan(p, v, p.Mode); err != nil {
 		return nil, err
@@ -203,6 +214,17 @@ func CheckExpiry(p *receipts.Plan, now time.Time) error {
 func ValidTarget(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil && u.Fragment == ""
+}
+
+// RestrictedRef is a plan's restricted_ref for doc: the keyed digest of
+// the projection document, H(projection), an opaque reference to the exact
+// local source.
+func RestrictedRef(doc *grammar.Document, k *receipts.EvidenceKey) (string, error) {
+	h := k.NewHMAC()
+	if err := doc.WriteCanonical(h); err != nil {
+		return "", err
+	}
+	return receipts.FormatHMAC(h.Sum(nil)), nil
 }
 
 // ManifestDigest is H({"schema":"Manifest@1","parts":[{kind,key,text_digest}…]}).

@@ -14,6 +14,7 @@ import (
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/route"
 	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/verifier"
 )
@@ -126,6 +127,9 @@ type Input struct {
 	// Schema is the output schema document of a reversible cut (bound by
 	// the plan's output_schema_digest); it is kept with the cut for Send.
 	Schema []byte
+	// Route, when set, is the approved route the plan must keep to: a plan
+	// that departs from it in any field is refused before anything is cut.
+	Route *route.Approved
 	// Run and Attempt are bound into a reversible cut's lease and its
 	// claim (default "run" and 1).
 	Run     string
@@ -224,6 +228,11 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 	}
 	if !lease.ValidID(in.Run) {
 		return nil, fmt.Errorf("pipeline: run must be 1 to %d bytes of printable ASCII without spaces", lease.MaxIDLen)
+	}
+	if in.Route != nil {
+		if err := p.CheckRoute(in.Plan, in.Route); err != nil {
+			return nil, err
+		}
 	}
 	// A schema is checked against the plan before anything is cut: an
 	// answer that could not be rehydrated is not asked for.

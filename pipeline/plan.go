@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/grammar"
+	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
+	"github.com/privacycut/privacycut/route"
 )
 
 // PlanOptions are the choices a DisclosurePlan@1 is made of (consumer,
@@ -62,4 +65,70 @@ func (p *Pipeline) MakePlan(v *Vocabulary, projection []byte, o PlanOptions, sch
 		return nil, p.refusedCut(err)
 	}
 	return NewPlan(plan)
+}
+
+// MakeRoutePlan writes the DisclosurePlan@1 of a projection from an
+// approved route, as `cut plan init --route` does: the route's every field,
+// the projection's manifest digest and restricted reference, an expiry
+// lifetime from now (0: the route's max_lifetime_s, and never more), and
+// route_digest. The vocabulary must be the route's; a route that binds an
+// output schema needs that schema, which for a reversible route must mark
+// a path for its purpose.
+func (p *Pipeline) MakeRoutePlan(v *Vocabulary, projection []byte, a *route.Approved, lifetime time.Duration, schema []byte) (*Plan, error) {
+	r := a.Route
+	if r.OutputSchemaDigest != "" {
+		if schema == nil {
+			return nil, fmt.Errorf("%w: the route binds an output schema; give it", ErrPlanOptions)
+		}
+		s, err := p.CheckSchema(r.OutputSchemaDigest, schema)
+		if err != nil {
+			return nil, err
+		}
+		if r.Mode == receipts.ModeReversible &&
+			!slices.ContainsFunc(s.Paths(), func(m rehydrate.MarkedPath) bool { return m.Purpose == r.Purpose }) {
+			return nil, fmt.Errorf("%w: the output schema marks no path for purpose %q: nothing in an answer could be rehydrated", ErrPlanOptions, r.Purpose)
+		}
+	}
+	doc, refs := grammar.LoadProjection(projection, grammar.LoadOptions{Buffer: p.opt.Buffer})
+	if refs != nil {
+		return nil, p.refuse(refs, "", "", nil)
+	}
+	parser := grammar.NewParser(v.g, grammar.Options{})
+	if res := grammar.Check(doc, parser, r.MaxParents, nil); !res.OK() {
+		return nil, p.refuse(res.Refusals, "", "", nil)
+	}
+	md, err := censor.ManifestDigest(doc, p.opt.EvidenceKey)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := censor.RestrictedRef(doc, p.opt.EvidenceKey)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := route.Instantiate(r, a.Digest, route.Instance{ManifestDigest: md, RestrictedRef: ref,
+		VocabularyDigest: v.Digest(), Now: p.opt.Now(), Lifetime: lifetime})
+	if err != nil {
+		return nil, p.routeRefusal(err)
+	}
+	return NewPlan(plan)
+}
+
+// CheckRoute refuses a plan that departs from its approved route in any
+// field, or whose expiry is past the route's max_lifetime_s from now
+// (PLAN_MISMATCH naming the field).
+func (p *Pipeline) CheckRoute(plan *Plan, a *route.Approved) error {
+	if err := route.Check(&plan.fields, a.Route, a.Digest, p.opt.Now()); err != nil {
+		return p.routeRefusal(err)
+	}
+	return nil
+}
+
+// routeRefusal makes a *route.Error a plan refusal naming its field; any
+// other error is returned as it is.
+func (p *Pipeline) routeRefusal(err error) error {
+	var re *route.Error
+	if errors.As(err, &re) {
+		return p.refuse(planRefusal(re.Code), re.Field, re.Reason, err)
+	}
+	return err
 }

@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 
 func init() {
 	registerGroup("plan", "write a DisclosurePlan@1")
-	register(&command{name: "plan init", synopsis: "--vocab V --consumer KIND:ID --purpose P --target URL [--mode M] [--schema S] [--expires D] [--max-uses N] [--allow CATS] [--remote-deadline D] [--return-window D] [--station NAME] [--max-parents N] [-o F] PROJ",
+	register(&command{name: "plan init", synopsis: "--vocab V (--route NOTE --trust KEYS… | --consumer KIND:ID --purpose P --target URL [--mode M] [--max-uses N] [--allow CATS] [--remote-deadline D] [--return-window D] [--station NAME] [--max-parents N]) [--schema S] [--expires D] [-o F] PROJ",
 		summary: "write the DisclosurePlan@1 of a projection", run: runPlanInit})
 }
 
@@ -37,9 +39,13 @@ func runPlanInit(ctx context.Context, c *Cmd, args []string) error {
 	window := fs.Duration("return-window", time.Hour, "reversible: how long a return may wait for rehydration")
 	station := fs.String("station", "local", "reversible: the station allowed to rehydrate")
 	keyPath := fs.String("evidence-key", "", "evidence key `file`")
+	rf := addRouteFlags(fs)
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if *rf.note != "" {
+		return c.planFromRoute(fs, rf, *vocabPath, *schemaPath, *keyPath, *out, pos)
 	}
 	if *vocabPath == "" || *consumer == "" || *purpose == "" || *target == "" || len(pos) != 1 {
 		return c.usage()
@@ -102,10 +108,82 @@ func runPlanInit(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return c.pipelineError(false, err)
 	}
-	b := append(bytes.Clone(plan.Document()), '\n')
-	if *out == "" {
-		_, err = c.Stdout.Write(b)
+	return c.writePlan(plan, *out)
+}
+
+// planShaping are the flags of plan init that a route fixes.
+var planShaping = []string{"consumer", "purpose", "target", "mode", "max-uses", "max-parents", "allow",
+	"remote-deadline", "return-window", "station"}
+
+// planFromRoute is plan init --route: the plan of the projection made from
+// an approved route, with --expires as its lifetime (default: the route's
+// max_lifetime_s).
+func (c *Cmd) planFromRoute(fs *flag.FlagSet, rf routeFlags, vocabPath, schemaPath, keyPath, out string, pos []string) error {
+	var lifetime time.Duration
+	var fixed []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(planShaping, f.Name) {
+			fixed = append(fixed, "--"+f.Name)
+		}
+		if f.Name == "expires" {
+			lifetime = f.Value.(flag.Getter).Get().(time.Duration)
+		}
+	})
+	if len(fixed) > 0 {
+		return usagef("the route fixes %s: give only --vocab, --schema, --expires and -o with --route", strings.Join(fixed, ", "))
+	}
+	if vocabPath == "" || len(pos) != 1 {
+		return c.usage()
+	}
+	if lifetime < 0 {
+		return usagef("--expires must be positive")
+	}
+	a, err := rf.open(c, false)
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(*out, b, 0o600)
+	var schema []byte
+	if schemaPath != "" {
+		if schema, err = readFileCapped(schemaPath, pipeline.MaxSchemaBytes); err != nil {
+			return fmt.Errorf("read schema: %w", err)
+		}
+	}
+	vb, err := readFileCapped(vocabPath, grammar.MaxVocabularyBytes)
+	if err != nil {
+		return fmt.Errorf("read vocabulary: %w", err)
+	}
+	vocab, err := pipeline.LoadVocabulary(vb)
+	if err != nil {
+		return err
+	}
+	data, refs, err := readProjection(c, pos[0])
+	if err != nil {
+		return err
+	}
+	key, err := c.evidenceKey(keyPath)
+	if err != nil {
+		return err
+	}
+	pl, err := c.newPipeline(key, pipeline.InProcess(), nil)
+	if err != nil {
+		return err
+	}
+	if refs != nil {
+		return c.pipelineError(false, pl.Refuse(refs))
+	}
+	plan, err := pl.MakeRoutePlan(vocab, data, a, lifetime, schema)
+	if err != nil {
+		return c.pipelineError(false, err)
+	}
+	return c.writePlan(plan, out)
+}
+
+// writePlan writes a plan document to file out (0600), or to stdout.
+func (c *Cmd) writePlan(plan *pipeline.Plan, out string) error {
+	b := append(bytes.Clone(plan.Document()), '\n')
+	if out == "" {
+		_, err := c.Stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(out, b, 0o600)
 }

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "prepare", synopsis: "--vocab V --plan P [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [-o BUNDLE] [--json] PROJ",
+	register(&command{name: "prepare", synopsis: "--vocab V --plan P [--route NOTE --trust KEYS…] [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [-o BUNDLE] [--json] PROJ",
 		summary: "cut a projection, verify it independently, seal it (CutBundle@1)", run: runPrepare})
 }
 
@@ -25,6 +25,7 @@ type prepareFlags struct {
 	vocab, plan, key, verifier, vault, run string
 	attempt                                int
 	asJSON                                 bool
+	route                                  routeFlags
 }
 
 func (c *Cmd) prepareFlags(name string) (*prepareFlags, *flag.FlagSet) {
@@ -38,6 +39,7 @@ func (c *Cmd) prepareFlags(name string) (*prepareFlags, *flag.FlagSet) {
 	fs.StringVar(&f.run, "run", "run", "run id bound into a reversible lease")
 	fs.IntVar(&f.attempt, "attempt", 1, "attempt number bound into a reversible lease")
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON document")
+	f.route = addRouteFlags(fs)
 	return f, fs
 }
 
@@ -99,6 +101,10 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, schema 
 	if err != nil {
 		return nil, nil, err
 	}
+	rt, err := f.route.open(c, f.asJSON)
+	if err != nil {
+		return nil, nil, err
+	}
 	key, err := c.evidenceKey(f.key)
 	if err != nil {
 		return nil, nil, err
@@ -114,7 +120,7 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, schema 
 		return nil, nil, err
 	}
 	// The projection is read once the verifier plugin is starting.
-	cut, err := p.Prepare(ctx, pipeline.Input{Vocabulary: vocab, Plan: plan, Schema: schema,
+	cut, err := p.Prepare(ctx, pipeline.Input{Vocabulary: vocab, Plan: plan, Schema: schema, Route: rt,
 		Load: func() ([]byte, []receipts.Refusal, error) { return readProjection(c, proj) },
 		Run:  f.run, Attempt: uint32(f.attempt)})
 	var ve *pipeline.VerificationError

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "send", synopsis: "--vocab V --plan P [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [--schema S] [--quarantine F] [--timeout D] [--json] PROJ",
+	register(&command{name: "send", synopsis: "--vocab V --plan P [--route NOTE --trust KEYS…] [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [--schema S] [--quarantine F] [--timeout D] [--json] PROJ",
 		summary: "prepare, seal, admit and send the sealed bytes; quarantine the answer, rehydrate it", run: runSend})
 }
 

@@ -12,7 +12,7 @@ import (
 
 func init() {
 	registerGroup("vocab", "build a Vocabulary@1")
-	register(&command{name: "vocab build", synopsis: "--osv DIR|ZIP [--osv …] [--module-versions FILE]… [--pseudo-versions] [--revision R] [-o FILE]",
+	register(&command{name: "vocab build", synopsis: "--osv DIR|ZIP [--osv …] [--module-versions FILE]… [--pseudo-versions] [--prerelease-versions] [--revision R] [-o FILE]",
 		summary: "build a Vocabulary@1 from OSV entries", run: runVocabBuild})
 }
 
@@ -28,6 +28,7 @@ func runVocabBuild(ctx context.Context, c *Cmd, args []string) error {
 	fs.Var(&osv, "osv", "OSV entries: a `DIR` (read recursively), a zip archive or one JSON file; repeatable")
 	fs.Var(&mv, "module-versions", "`FILE` of `go list -m all` or `go list -m -versions` lines: versions of modules the entries name; repeatable")
 	pseudo := fs.Bool("pseudo-versions", false, "also take pseudo-versions from --module-versions (a pseudo-version names a commit, which may exist only in a private mirror)")
+	pre := fs.Bool("prerelease-versions", false, "also take from --module-versions versions with a prerelease or build part that no OSV entry names (a fork's own tags, such as v1.0.7-acme.1, may name it)")
 	out := fs.String("o", "", "write the vocabulary to `file` (default stdout)")
 	revision := fs.String("revision", "", "the vocabulary's revision (default osv-<12 hex digits of its digest>)")
 	pos, err := c.parse(fs, args)
@@ -40,6 +41,9 @@ func runVocabBuild(ctx context.Context, c *Cmd, args []string) error {
 	b := osvvocab.New()
 	if *pseudo {
 		b.AllowPseudoVersions()
+	}
+	if *pre {
+		b.AllowPrereleaseVersions()
 	}
 	for _, p := range osv {
 		if err := b.AddPath(p); err != nil {
@@ -77,10 +81,13 @@ func runVocabBuild(ctx context.Context, c *Cmd, args []string) error {
 		fmt.Fprintf(c.Stderr, "cut: vocab: ignored %d non-SEMVER ranges and %d packages of other ecosystems\n", st.OtherRanges, st.OtherEcosystems)
 	}
 	if len(mv) > 0 {
-		fmt.Fprintf(c.Stderr, "cut: vocab: module versions: %d added; dropped %d lines of modules the entries do not name, %d replaced lines, %d invalid versions, %d pseudo-versions\n",
-			st.VersionsAdded, st.VersionsOutside, st.VersionsReplaced, st.VersionsInvalid, st.VersionsPseudo)
+		fmt.Fprintf(c.Stderr, "cut: vocab: module versions: %d added; dropped %d lines of modules the entries do not name, %d replaced lines, %d invalid versions, %d pseudo-versions, %d prerelease or build versions no entry names\n",
+			st.VersionsAdded, st.VersionsOutside, st.VersionsReplaced, st.VersionsInvalid, st.VersionsPseudo, st.VersionsPrerelease)
 		if st.VersionsPseudo > 0 && !*pseudo {
 			c.hintf("pseudo-versions name commits and are left out; findings at them refuse UNKNOWN_VERSION. --pseudo-versions takes them, if their commits are public")
+		}
+		if st.VersionsPrerelease > 0 && !*pre {
+			c.hintf("versions with a prerelease or build part that no OSV entry names (a fork's own tags) are left out; findings at them refuse UNKNOWN_VERSION. --prerelease-versions takes them, if the tags are public")
 		}
 	}
 	return nil
