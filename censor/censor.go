@@ -297,7 +297,7 @@ func tokenSafe(t string) bool {
 
 // checkUtility refuses a cut that would carry nothing its declared task needs:
 // with preserve-diagnostics among the invariants, at least one finding record
-// must be disclosed (SPEC §5, LOST_UTILITY).
+// must be disclosed (docs/FORMATS.md#plan, LOST_UTILITY).
 func checkUtility(plan *receipts.Plan, st grammar.Stats) error {
 	for _, inv := range plan.Invariants {
 		if inv == "preserve-diagnostics" && st.Findings == 0 {

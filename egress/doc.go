@@ -1,5 +1,5 @@
 // Package egress is privacycut's in-memory seal authority and egress gate
-// (SPEC §8).
+// (docs/FORMATS.md#seal).
 //
 // An [Authority] seals a verified cut as a PrivacyCut@1 and then admits, at
 // most max_uses times, exactly the sealed export bytes to exactly the

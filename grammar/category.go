@@ -1,6 +1,6 @@
 package grammar
 
-// Category is the category of an owner value: the closed set of SPEC §4.
+// Category is the category of an owner value: the closed set of docs/FORMATS.md#grammar.
 type Category uint8
 
 // The owner categories. CategoryNone is the zero value and names no category.

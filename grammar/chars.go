@@ -4,7 +4,7 @@ import "unicode"
 
 // forbiddenRune reports whether r may never appear in an owner value or a
 // vocabulary item: C0 and C1 controls, DEL, the bidi controls, the zero-width
-// and invisible characters of SPEC §4, and the noncharacters.
+// and invisible characters of docs/FORMATS.md#grammar, and the noncharacters.
 func forbiddenRune(r rune) bool {
 	switch {
 	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:

@@ -153,8 +153,8 @@ func vocabItems(v *Vocabulary) []string {
 
 // TestForbiddenRuneMatchesReference: for every Unicode scalar value, the
 // parser's forbiddenRune (and, below U+0080, its valueByte table) forbids
-// exactly what the reference's reading of SPEC §4 forbids. The quote and the
-// backslash are in the SPEC's list but are structure to the parser, which
+// exactly what the reference's reading of docs/FORMATS.md#grammar forbids. The quote and the
+// backslash are in the list of docs/FORMATS.md#grammar-chars but are structure to the parser, which
 // classifies them before forbiddenRune is asked.
 func TestForbiddenRuneMatchesReference(t *testing.T) {
 	for r := rune(0); r <= 0x10ffff; r++ {

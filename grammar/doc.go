@@ -11,7 +11,7 @@
 //
 // The diagnostic, module, version (per module), status, citation and question
 // are looked up in the vocabulary; an owner value is anything between quotes
-// that the grammar allows (SPEC §4). Every byte of accepted text belongs to
+// that the grammar allows (docs/FORMATS.md#grammar). Every byte of accepted text belongs to
 // exactly one Span: a grammar literal, a public item or an owner value.
 //
 // # Security properties

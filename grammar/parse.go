@@ -14,7 +14,7 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// The default limits of SPEC §4.
+// The default limits of docs/FORMATS.md#grammar.
 const (
 	DefaultMaxRecord   = 64 << 10  // bytes in one record, its LF not counted
 	DefaultMaxOwners   = 64        // owner slots in one record

@@ -170,7 +170,7 @@ var refusalCases = []refusalCase{
 	{"invalid UTF-8 in item", "finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/\xed\xa0\x80\n", receipts.Refusal{Code: receipts.InvalidUTF8, Line: 1, Column: 71, Length: 1}},
 	// LIMIT_EXCEEDED
 	{"record too long", "ask triage.rank-by-severity owner.team=\"" + strings.Repeat("a", DefaultMaxRecord) + "\"\n", receipts.Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: DefaultMaxRecord + 42}},
-	// A record of DefaultMaxRecord+1 bytes, its LF not counted (SPEC §4: a
+	// A record of DefaultMaxRecord+1 bytes, its LF not counted (docs/FORMATS.md#grammar: a
 	// record is what comes before its LF); TestRecordLimitBoundary has the
 	// longest accepted one.
 	{"record one byte too long", "ask triage.rank-by-severity owner.team=\"" + strings.Repeat("a", DefaultMaxRecord+1-41) + "\"\n", receipts.Refusal{Code: receipts.LimitExceeded, Line: 1, Column: 1, Length: DefaultMaxRecord + 2}},
@@ -295,7 +295,7 @@ func TestRefusalWhere(t *testing.T) {
 }
 
 // TestCandidateHoldsTokens: a cut's candidate holds tokens in its owner
-// quotes and is closed-diagnostic@1 text (SPEC §6): parsed as a candidate,
+// quotes and is closed-diagnostic@1 text (docs/FORMATS.md#tokens): parsed as a candidate,
 // token-shaped values are accepted; parsed as a projection, refused.
 func TestCandidateHoldsTokens(t *testing.T) {
 	text := []byte("ask triage.rank-by-severity owner.team=\"redacted:team:2\" owner.person=\"pcv:abcdefghij:person:abcdefghijklmnopqrst\"\n")

@@ -22,7 +22,7 @@ const (
 	DefaultMaxParents         = 64
 )
 
-// Kinds are the part kinds of SPEC §3.
+// Kinds are the part kinds of docs/FORMATS.md#projection.
 var Kinds = []string{"block", "history", "continuation", "query", "tool", "artifact"}
 
 // Classes are the label classes, lowest first.
@@ -46,7 +46,7 @@ type Part struct {
 	Lineage []string `json:"lineage"`
 }
 
-// Label is a privatization label (SPEC §3).
+// Label is a privatization label (docs/FORMATS.md#projection).
 type Label struct {
 	Class      string   `json:"class"`
 	Weight     int      `json:"weight"`
@@ -214,7 +214,7 @@ func classRank(c string) int {
 }
 
 // Join is the label of a whole cut: the highest class and weight, and the
-// sorted union of categories, subjects and parents (SPEC §3). A part with no
+// sorted union of categories, subjects and parents (docs/FORMATS.md#projection). A part with no
 // label counts as restricted.
 func Join(parts []Part) Label {
 	j := Label{Class: Classes[0]}
@@ -255,7 +255,7 @@ func union(xs []string) []string {
 	return out[:k]
 }
 
-// CheckLineage applies the lineage and ancestry rules of SPEC §3: a part with
+// CheckLineage applies the lineage and ancestry rules of docs/FORMATS.md#projection: a part with
 // no label, or with lineage empty, absent or containing "unknown" (or an empty
 // entry), is refused UNKNOWN_LINEAGE; more distinct parents in the join than
 // maxParents (default 64) is refused EXCESS_ANCESTRY, naming the part whose

@@ -427,7 +427,7 @@ func refCategoryEnd(b []byte) int {
 	return i
 }
 
-// refForbidden is the reference's own reading of SPEC §4's char rule, kept
+// refForbidden is the reference's own reading of docs/FORMATS.md#grammar's char rule, kept
 // apart from the parser's forbiddenRune so that the differential tests check
 // that code instead of sharing it: r may not appear in an owner value when it
 // is in refForbiddenRanges. DecodeRune never yields a surrogate or a rune
@@ -442,8 +442,8 @@ func refForbidden(r rune) bool {
 	return false
 }
 
-// refForbiddenRanges lists, inclusive, the characters SPEC §4 excludes from
-// char, as the SPEC lists them.
+// refForbiddenRanges lists, inclusive, the characters docs/FORMATS.md#grammar excludes from
+// char, as docs/FORMATS.md#grammar-chars lists them.
 var refForbiddenRanges = func() [][2]rune {
 	t := [][2]rune{
 		{0x00, 0x1f},     // C0 controls

@@ -15,7 +15,7 @@
 // of the slots written, no subjects or handling, and parents and lineage
 // ["sha256:<hex of the input bytes>"]. With Options.Questions, a second
 // part of kind "query" (key "q", class internal, weight 1) holds one `ask`
-// record per question. Keys, labels and lineage stay local (SPEC §3).
+// record per question. Keys, labels and lineage stay local (docs/FORMATS.md#projection).
 //
 // The citation is the first of the vulnerability's OSV references that the
 // vocabulary holds, in this order: database_specific.url (the Go advisory
@@ -118,7 +118,7 @@
 // Not guaranteed: that everything private in the input is recognised as
 // private — only the fields listed above are read, and only owner slots
 // carry private values. The lineage digest is a plain SHA-256 of the input;
-// it stays local (SPEC §3) but confirms a guess of the whole input to
+// it stays local (docs/FORMATS.md#projection) but confirms a guess of the whole input to
 // whoever sees the projection. The caller's duties: keep the projection as
 // private as the scan output, use a vocabulary built from public data only,
 // and check the result with `cut check` before planning a disclosure.

@@ -243,7 +243,7 @@ func BenchmarkImportGovulncheck(b *testing.B) {
 }
 
 // TestImportPolicy: the importer and the vocabulary builder depend on no
-// project package but the grammar and receipts (SPEC §2 style; see
+// project package but the grammar and receipts (docs/DESIGN.md#package-boundaries style; see
 // internal/deps for the whole module's table).
 func TestImportPolicy(t *testing.T) {
 	const module = "github.com/privacycut/privacycut/"

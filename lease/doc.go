@@ -1,4 +1,4 @@
-// Package lease is PseudonymMapLease@1 (SPEC §10) as a pure state machine:
+// Package lease is PseudonymMapLease@1 (docs/FORMATS.md#lease) as a pure state machine:
 // the public record that licenses, at most once, the rehydration of one
 // reversible cut.
 //

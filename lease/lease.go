@@ -207,7 +207,7 @@ func (l Lease) Bind(cutEvent, candidateDigest, exportDigest string, now time.Tim
 	return n, nil
 }
 
-// Claim is the compare-and-set of SPEC §10. An ACTIVE, bound lease becomes
+// Claim is the compare-and-set of docs/FORMATS.md#lease. An ACTIVE, bound lease becomes
 // CLAIMED by t (OutcomeClaimed). A CLAIMED lease claimed again with the
 // identical tuple is returned unchanged, Seq included (OutcomeAlreadyClaimed).
 // Any other tuple is LEASE_CLAIM_CONFLICT, and so is a tuple whose principal,

@@ -14,7 +14,7 @@ var (
 // state: a lease read back in it fails Check.
 type State uint8
 
-// The states of SPEC §10. ACTIVE and CLAIMED are live; CONSUMED, EXPIRED and
+// The states of docs/FORMATS.md#lease. ACTIVE and CLAIMED are live; CONSUMED, EXPIRED and
 // REVOKED are terminal, and every terminal state requires the destruction of
 // the lease's data key.
 const (
@@ -34,7 +34,7 @@ var stateNames = [...]string{
 	Revoked:  "REVOKED",
 }
 
-// States returns every legal state, in SPEC order.
+// States returns every legal state, in the order of docs/FORMATS.md#codes.
 func States() []State { return []State{Active, Claimed, Consumed, Expired, Revoked} }
 
 // Valid reports whether s is one of the five legal states.

@@ -1,11 +1,11 @@
 package receipts
 
 // Code is a refusal code: the closed set of reasons privacycut refuses an input,
-// a cut, a lease operation or a rehydration (SPEC §12). A Code is public
+// a cut, a lease operation or a rehydration (docs/FORMATS.md#codes). A Code is public
 // information; it never carries input bytes.
 type Code string
 
-// The closed set of refusal codes. The order is the order of SPEC §12.
+// The closed set of refusal codes. The order is the order of docs/FORMATS.md#codes.
 const (
 	UncoveredText               Code = "UNCOVERED_TEXT"
 	MalformedRecord             Code = "MALFORMED_RECORD"
@@ -49,7 +49,7 @@ var allCodes = []Code{
 	LeaseNotActive, LeaseClaimConflict, LeaseUnrecoverable, UpstreamFailed,
 }
 
-// Codes returns every refusal code, in SPEC order. The slice is a copy.
+// Codes returns every refusal code, in the order of docs/FORMATS.md#codes. The slice is a copy.
 func Codes() []Code { return append([]Code(nil), allCodes...) }
 
 // Valid reports whether c is one of the closed set of refusal codes.

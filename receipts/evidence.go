@@ -70,7 +70,7 @@ func (v *Verification) Passed() bool {
 // censor, the verifier and the seal authority each require it.
 const PolicyRevision = "privacycut-policy/1"
 
-// RequiredInvariants are the invariants every plan must carry (SPEC §5).
+// RequiredInvariants are the invariants every plan must carry (docs/FORMATS.md#plan).
 var RequiredInvariants = []string{
 	"preserve-diagnostics", "preserve-dependencies", "preserve-status",
 	"preserve-citations", "preserve-order", "owner-equality",
@@ -90,7 +90,7 @@ type PlanCategories struct {
 	Prohibited []string `json:"prohibited"`
 }
 
-// Plan is a DisclosurePlan@1 (SPEC §5). It never holds source bytes, keys,
+// Plan is a DisclosurePlan@1 (docs/FORMATS.md#plan). It never holds source bytes, keys,
 // subjects or parent identities: the manifest and restricted ref are keyed
 // digests.
 type Plan struct {
@@ -208,7 +208,7 @@ type Claim struct {
 	Detail string `json:"detail,omitempty"` // content-free: counts, codes, positions
 }
 
-// Verification is CutVerification@1 (SPEC §7).
+// Verification is CutVerification@1 (docs/FORMATS.md#verification).
 type Verification struct {
 	Schema           string  `json:"schema"`
 	Verdict          string  `json:"verdict"` // "pass" | "fail"
@@ -294,7 +294,7 @@ type EgressDecision struct {
 	DecidedAt  string   `json:"decided_at"`
 }
 
-// RehydrationReceipt is RehydrationReceipt@1 (SPEC §11).
+// RehydrationReceipt is RehydrationReceipt@1 (docs/FORMATS.md#rehydration).
 type RehydrationReceipt struct {
 	Schema           string         `json:"schema"`
 	CutEvent         string         `json:"cut_event"`

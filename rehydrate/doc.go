@@ -1,4 +1,4 @@
-// Package rehydrate is rehydration (SPEC §11) as pure code: the output
+// Package rehydrate is rehydration (docs/FORMATS.md#rehydration) as pure code: the output
 // schema and its markings, the recognition of lease-issued tokens in a
 // model's return, their substitution by the values they stand for, and
 // RehydrationReceipt@1.
@@ -60,7 +60,7 @@
 //	pcv:<ns>:<category>:<mac>
 //
 // with ns 10 and mac 20 characters of [a-z2-7] and category one of the eight
-// categories of SPEC §4. [Validate] reads the return strictly
+// categories of docs/FORMATS.md#grammar. [Validate] reads the return strictly
 // (canon.Parse: duplicate keys, invalid UTF-8, trailing data… refuse),
 // checks it against the schema (kinds, required members, no undeclared
 // member, maxItems, maxLength; else MALFORMED_RECORD) and applies these

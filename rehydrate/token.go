@@ -19,7 +19,7 @@ const (
 	maxTokenLen = len(tokenPrefix) + nsLen + 1 + 10 + 1 + macLen
 )
 
-// The owner categories of SPEC §4, in SPEC order. credential is a category
+// The owner categories of docs/FORMATS.md#grammar, in the order of docs/FORMATS.md#codes. credential is a category
 // of the grammar but is always prohibited: no marking may name it.
 var categories = [...]string{"module", "package", "function", "file", "team", "person", "host", "credential"}
 
@@ -35,8 +35,8 @@ func categoryIndex(c []byte) int {
 	return -1
 }
 
-// Categories returns the owner categories a marking may name, in SPEC order
-// (every category of SPEC §4 except credential). The slice is a copy.
+// Categories returns the owner categories a marking may name, in the order of docs/FORMATS.md#codes
+// (every category of docs/FORMATS.md#grammar except credential). The slice is a copy.
 func Categories() []string {
 	return append([]string(nil), categories[:len(categories)-1]...)
 }

@@ -16,7 +16,7 @@ func init() {
 		summary: "check that a projection is covered by closed-diagnostic@1: coverage and refusals only", run: runCheck})
 }
 
-// checkOK is the --json output of an accepted check (SPEC §12).
+// checkOK is the --json output of an accepted check (docs/FORMATS.md#cli-check).
 type checkOK struct {
 	OK          bool           `json:"ok"`
 	Parts       int            `json:"parts"`

@@ -23,7 +23,7 @@ import (
 	"github.com/privacycut/privacycut/internal/bigbuf"
 )
 
-// Exit codes (SPEC §12).
+// Exit codes (docs/FORMATS.md#exit-codes).
 const (
 	ExitOK       = 0
 	ExitError    = 1

@@ -44,7 +44,7 @@ func (c *Cmd) vaultFlagSet(name string) (*flag.FlagSet, vaultFlags) {
 func (c *Cmd) dial(f vaultFlags) (*client.Client, error) { return c.dialVault(*f.sock) }
 
 // vaultError turns a vault error into the command's result: a refusal code
-// prints the refusal document of SPEC §12 (part -1, kind "vault") and exits
+// prints the refusal document of docs/FORMATS.md#refusal-document (part -1, kind "vault") and exits
 // 3; anything else is an operational error (exit 1). Every command that talks
 // to the vault reports its errors through it.
 func (c *Cmd) vaultError(asJSON bool, err error) error {
