@@ -454,3 +454,27 @@ func BenchmarkRender(b *testing.B) {
 		}
 	}
 }
+
+// TestDocExample: the package documentation's worked example.
+func TestDocExample(t *testing.T) {
+	export := []byte(`{"parts":[{"kind":"query","text":"ask triage.explain\n"}],"profile":"closed-diagnostic@1"}`)
+	schema := []byte(`{"type":"object","additionalProperties":false,"required":["summary"],
+	 "properties":{"summary":{"type":"string",
+	   "x-privacycut-rehydrate":{"category":"team","purpose":"triage","max":1}}}}`)
+	p := &receipts.Plan{
+		Wire:               &receipts.Wire{Profile: receipts.WireOpenAIChat, Model: "m1", Instruction: "Answer in JSON.", MaxOutputTokens: 512},
+		OutputSchemaDigest: schemaDigest(t, schema),
+	}
+	body, err := wire.Render(export, p, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"max_completion_tokens":512,"messages":[{"content":"Answer in JSON.","role":"system"},` +
+		`{"content":"ask triage.explain\n","role":"user"}],"model":"m1","response_format":` +
+		`{"json_schema":{"name":"answer","schema":{"additionalProperties":false,"properties":` +
+		`{"summary":{"type":"string"}},"required":["summary"],"type":"object"},"strict":true},` +
+		`"type":"json_schema"}}`
+	if diff := cmp.Diff(want, string(body)); diff != "" {
+		t.Errorf("body (-doc +got):\n%s", diff)
+	}
+}

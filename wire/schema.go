@@ -87,7 +87,13 @@ func ParseSchema(doc []byte) (*Schema, error) {
 	if s.canonical, err = s.stripped.Canonical(); err != nil {
 		return nil, docError("output_schema", err)
 	}
-	s.strict = strictness(&s.stripped)
+	// Strictness is judged in canonical member order, so that the path it
+	// names does not depend on how the document was written.
+	sorted, err := canon.Parse(s.canonical, canon.Options{MaxBytes: MaxSchemaBytes, MaxDepth: MaxSchemaDepth})
+	if err != nil {
+		return nil, docError("output_schema", err)
+	}
+	s.strict = strictness(sorted)
 	return s, nil
 }
 
@@ -160,7 +166,7 @@ var (
 )
 
 // walk calls f on every schema node under v (v included), depth first in
-// document order, with its path; it stops when f returns false.
+// member order, with its path; it stops when f returns false.
 func walk(v *canon.Value, path string, f func(v *canon.Value, path string) bool) bool {
 	if v.Kind != canon.Object {
 		return true
