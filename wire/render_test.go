@@ -148,8 +148,8 @@ func TestRenderShape(t *testing.T) {
 			ResponseFormat      struct {
 				Type       string `json:"type"`
 				JSONSchema struct {
-					Name   string `json:"name"`
-					Strict bool   `json:"strict"`
+					Name   string          `json:"name"`
+					Strict bool            `json:"strict"`
 					Schema json.RawMessage `json:"schema"`
 				} `json:"json_schema"`
 			} `json:"response_format"`
@@ -189,7 +189,7 @@ func TestRenderShape(t *testing.T) {
 				Content []block `json:"content"`
 			} `json:"messages"`
 			Tools []struct {
-				Name        string `json:"name"`
+				Name        string          `json:"name"`
 				InputSchema json.RawMessage `json:"input_schema"`
 			} `json:"tools"`
 			ToolChoice struct {
