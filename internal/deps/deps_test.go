@@ -21,6 +21,7 @@ var policy = map[string][]string{
 	"censor":           {"grammar", "receipts", "canon"},
 	"verifier":         {"receipts", "canon", "verifier", "internal/bigbuf"},
 	"egress":           {"receipts", "canon", "internal/durable"},
+	"wire":             {"receipts", "canon"},
 	"lease":            {"receipts", "canon"},
 	"rehydrate":        {"receipts", "canon"},
 	"vault":            {"vault", "lease", "rehydrate", "receipts", "canon", "internal/durable"},
