@@ -489,7 +489,9 @@ func TestSendRefusals(t *testing.T) {
 		check func(error) bool
 	}{
 		{"http to a remote host", func(d *egress.Delivery) { d.Target = "http://models.example.net/v1" }, isDelivery(receipts.PlanMismatch)},
-		{"user info", func(d *egress.Delivery) { d.Target = strings.Replace(d.Target, "https://", "https://u:"+credCanary+"@", 1) }, isDelivery(receipts.PlanMismatch)},
+		{"user info", func(d *egress.Delivery) {
+			d.Target = strings.Replace(d.Target, "https://", "https://u:"+credCanary+"@", 1)
+		}, isDelivery(receipts.PlanMismatch)},
 		{"ftp", func(d *egress.Delivery) { d.Target = "ftp://127.0.0.1/x" }, isDelivery(receipts.PlanMismatch)},
 		{"no credential", func(d *egress.Delivery) { d.CredentialFile = "" }, isCred(egress.CredNone)},
 		{"credential missing", func(d *egress.Delivery) { d.CredentialFile += ".missing" }, isCred(egress.CredNotFound)},
