@@ -20,7 +20,7 @@ import (
 
 // setup returns an authority journaling into a fresh directory and driven
 // by clk.
-func setup(t *testing.T, clk *clock) (*egress.Authority, string) {
+func setup(t testing.TB, clk *clock) (*egress.Authority, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state", "journal.jsonl")
 	return egress.NewAuthority(egress.Options{
@@ -28,7 +28,7 @@ func setup(t *testing.T, clk *clock) (*egress.Authority, string) {
 	}), path
 }
 
-func mustSeal(t *testing.T, a *egress.Authority, req egress.SealRequest) receipts.PrivacyCut {
+func mustSeal(t testing.TB, a *egress.Authority, req egress.SealRequest) receipts.PrivacyCut {
 	t.Helper()
 	cut, err := a.Seal(req)
 	if err != nil {
