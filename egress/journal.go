@@ -141,10 +141,6 @@ var errNotCounted = errors.New("egress: journal: admissions not counted")
 // (torn, not JSON): a count that errs, errs high. A line over 64 KiB fails
 // the count.
 func (j *Journal) appendAdmission(admit, refuse Entry, max int) (int, bool, error) {
-	aline, err := json.Marshal(admit)
-	if err != nil {
-		return 0, false, fmt.Errorf("%w: %w", errNotCounted, err)
-	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	f, err := openJournalFile(j.path)
@@ -173,7 +169,8 @@ func (j *Journal) appendAdmission(admit, refuse Entry, max int) (int, bool, erro
 		return 0, false, err
 	}
 	admit.Use = n + 1
-	if aline, err = json.Marshal(admit); err != nil {
+	aline, err := json.Marshal(admit)
+	if err != nil {
 		return 0, false, fmt.Errorf("%w: %w", errNotCounted, err)
 	}
 	if err := appendLocked(f, locked, append(aline, '\n')); err != nil {
