@@ -684,3 +684,61 @@ func TestCredentialRedacts(t *testing.T) {
 	var nilCred *egress.Credential
 	nilCred.Wipe()
 }
+
+// TestSendStops: the other ends of redelivery — a journal that cannot
+// record a try, a later admission the gate refuses, a context canceled
+// during the wait — each fail the delivery with its stop word.
+func TestSendStops(t *testing.T) {
+	t.Run("not recorded", func(t *testing.T) {
+		var e *sendEnv
+		breakJournal := func(w http.ResponseWriter) {
+			os.Remove(e.journal)
+			os.Mkdir(e.journal, 0o700)
+			status(500)(w)
+		}
+		e = newSendEnv(t, newWireFixture(), breakJournal)
+		res, err := e.sender.Send(context.Background(), e.delivery())
+		var de *egress.DeliveryError
+		if !errors.As(err, &de) || de.Stopped != egress.StopNotRecorded || len(res.Decisions) != 1 {
+			t.Errorf("Send: %d decisions, %v", len(res.Decisions), err)
+		}
+		e2 := (*sendEnv)(nil)
+		breakOK := func(w http.ResponseWriter) {
+			os.Remove(e2.journal)
+			os.Mkdir(e2.journal, 0o700)
+			status(200)(w)
+		}
+		e2 = newSendEnv(t, newWireFixture(), breakOK)
+		res, err = e2.sender.Send(context.Background(), e2.delivery())
+		if err == nil || !strings.Contains(err.Error(), "delivery not recorded") || res.Status != 200 {
+			t.Errorf("Send: %+v, %v", res, err)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		var e *sendEnv
+		deny := func(w http.ResponseWriter) {
+			e.a.DenyLocal(e.cut.WireDigest)
+			status(503)(w)
+		}
+		e = newSendEnv(t, newWireFixture(), deny)
+		res, err := e.sender.Send(context.Background(), e.delivery())
+		var de *egress.DeliveryError
+		if !errors.As(err, &de) || de.Stopped != egress.StopRefused || de.Outcome != egress.OutcomeServerError ||
+			len(res.Decisions) != 2 || res.Decisions[1].Admit {
+			t.Errorf("Send: %d decisions, %v", len(res.Decisions), err)
+		}
+	})
+	t.Run("canceled while waiting", func(t *testing.T) {
+		e := newSendEnv(t, newWireFixture(), status(429))
+		ctx, cancel := context.WithCancel(context.Background())
+		e.sender.Sleep = func(context.Context, time.Duration) error {
+			cancel()
+			return context.Canceled
+		}
+		res, err := e.sender.Send(ctx, e.delivery())
+		var de *egress.DeliveryError
+		if !errors.As(err, &de) || de.Stopped != egress.StopCanceled || !errors.Is(err, context.Canceled) || len(res.Decisions) != 1 {
+			t.Errorf("Send: %d decisions, %v", len(res.Decisions), err)
+		}
+	})
+}
