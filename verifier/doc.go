@@ -1,8 +1,10 @@
 // Package verifier is privacycut's independent verifier: given the source
 // projection, the export, the plan, the vocabulary and the receipt chain of
 // a cut, it re-derives what the export must be and writes a
-// CutVerification@1 ([Verify]). Package verifier/plugin runs it in a
-// process of its own; this package links neither gRPC nor go-plugin.
+// CutVerification@1 ([Verify]); given the wire body the cut is sent as, it
+// renders that body itself and requires it byte for byte. Package
+// verifier/plugin runs it in a process of its own; this package links
+// neither gRPC nor go-plugin.
 //
 // Independence is the point. The package imports nothing of the project but
 // canon (strict JSON, canonical form), receipts (digests, evidence types)
@@ -37,7 +39,8 @@
 //     pcv:<ns>:<category>:<mac> with one namespace.
 //   - no-residual: no owner value, as written in the source or as it reads
 //     unescaped, occurs in an export text except wholly inside one public
-//     item, literal or token.
+//     item, literal or token, nor anywhere in the wire body's other strings
+//     (model, instruction, output schema; keys included), decoded.
 //   - plan-match: the plan is a strict DisclosurePlan@1 whose consumer,
 //     purpose, target (absolute http(s) URL), mode, max_uses, invariants,
 //     categories, manifest and vocabulary digests, restricted_ref, policy
@@ -50,6 +53,17 @@
 //     docs/DESIGN.md, in order, every digest recomputed (source, candidate
 //     and label keyed under the evidence key), the operations recounted,
 //     the terminal receipt binding the export digest.
+//   - wire-match: the wire body is the one the plan's wire profile makes of
+//     the export, byte for byte: the export itself for export@1 (a plan
+//     without wire); for openai-chat@1 and anthropic-messages@1 the RFC 8785
+//     request this package renders from the plan's model, instruction and
+//     max_output_tokens, the export's part texts in order and S′, the output
+//     schema without its x-privacycut-* members, whose document's digest is
+//     the plan's output_schema_digest. The request's strict flag is true
+//     exactly when every object schema of S′ has additionalProperties false
+//     and requires each of its properties. A plan with a provider profile
+//     also binds a model, a positive max_output_tokens and that digest
+//     (plan-match). The verification's wire_digest is S(wire body).
 //
 // An input that cannot be decoded fails every claim that depends on it; the
 // others are still evaluated and listed.
@@ -88,7 +102,9 @@
 //     tokens in its hash tables are not wiped.
 //
 // The caller's duties: give the exact bytes that were or will be sent as
-// Export and the bundle's claimed digest as ExportDigest; give the real
+// Wire (or none, for export@1: the export is then the body), the export as
+// Export and the bundle's claimed digest as ExportDigest, and the output
+// schema document as OutputSchema; give the real
 // clock as Now (a zero Now fails plan-match); keep the evidence key secret
 // and alive during the call.
 package verifier

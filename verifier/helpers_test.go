@@ -37,7 +37,14 @@ func requestOf(c cuttest.Cut) Request {
 	return Request{
 		Source: c.Source, Export: c.Export, ExportDigest: c.ExportDigest, Plan: c.Plan,
 		Vocabulary: c.Vocabulary, Receipts: c.Receipts, EvidenceKey: c.Key, Now: testNow,
+		Wire: c.Wire, OutputSchema: c.OutputSchema,
 	}
 }
 
 func bigText(n int) string { return cuttest.BigText(n) }
+
+// renderWithCuttest renders a wire body with cuttest's own renderer.
+func renderWithCuttest(t testing.TB, w *receipts.Wire, texts []string, schema []byte) []byte {
+	t.Helper()
+	return cuttest.WireBody(t, w, texts, schema)
+}

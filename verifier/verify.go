@@ -24,6 +24,15 @@ type Request struct {
 	Receipts     []byte                // JSON array of TransformationReceipt@1
 	EvidenceKey  *receipts.EvidenceKey // keys the digests of source-derived material
 	Now          time.Time             // the plan must expire after Now
+
+	// Wire is the wire body as sent: the provider request of the plan's
+	// wire profile. Empty means none is given: for export@1 the body is
+	// then the export; for another profile wire-match fails.
+	Wire []byte
+	// OutputSchema is the output schema document the wire body was
+	// rendered with, for a profile other than export@1: its digest is the
+	// plan's output_schema_digest.
+	OutputSchema []byte
 }
 
 // Checker verifies a cut, in this process ([InProcess]) or in another one
@@ -70,6 +79,7 @@ const (
 	cResidual
 	cPlan
 	cChain
+	cWire
 	nClaims
 )
 
@@ -78,8 +88,9 @@ const (
 //
 //  1. decode reads every input (inputs.go); what cannot be read is kept as
 //     an error for the claims that depend on it;
-//  2. the keyed digests of the source, manifest, label and candidate are
-//     computed on another goroutine (digests.go) while
+//  2. the keyed digests of the source, manifest, label and candidate
+//     (digests.go), and the wire body of the plan's profile (renderWire),
+//     are computed on other goroutines while
 //  3. walk reads the source and the export record by record (walk.go) and
 //     records what each record shows for coverage, public-preserved,
 //     owners-replaced and token-consistency;
@@ -93,8 +104,10 @@ func verify(req Request) receipts.Verification {
 	defer c.end()
 	c.decode()
 	digests := c.start(c.keyedDigests)
+	wire := c.start(c.renderWire)
 	c.walk()
 	digests.wait()
+	wire.wait()
 
 	c.exportCanonical(&c.out[cExport])
 	c.coverage(&c.out[cCoverage])
@@ -104,6 +117,7 @@ func verify(req Request) receipts.Verification {
 	c.noResidual(&c.out[cResidual])
 	c.planMatch(&c.out[cPlan])
 	c.receiptChain(&c.out[cChain])
+	c.wireMatch(&c.out[cWire])
 	return c.verification()
 }
 
@@ -118,6 +132,7 @@ func (c *check) verification() receipts.Verification {
 		ExportDigest:     c.exportDigest,
 		PlanDigest:       c.planDigest,
 		VocabularyDigest: c.vocDigest,
+		WireDigest:       c.wire.digest,
 	}
 	if n := len(c.recDigests); n > 0 {
 		v.ReceiptsDigest = c.recDigests[n-1]

@@ -149,7 +149,7 @@ func TestVerifyTampering(t *testing.T) {
 		{
 			name:   "plan undecodable",
 			mutate: func(r *Request) { r.Plan = []byte(`{"schema":"DisclosurePlan@1","extra":1}`) },
-			want:   []string{receipts.ClaimCoverage, receipts.ClaimTokenConsistent, receipts.ClaimPlanMatch},
+			want:   []string{receipts.ClaimCoverage, receipts.ClaimTokenConsistent, receipts.ClaimPlanMatch, receipts.ClaimWireMatch},
 		},
 		{
 			name:   "vocabulary undecodable",

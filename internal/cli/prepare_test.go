@@ -119,7 +119,7 @@ func TestVerifyMalformedBundle(t *testing.T) {
 				}
 				var v receipts.Verification
 				decodeStrict(t, out, &v)
-				if v.Verdict != "fail" || len(v.Failed()) != len(v.Claims) || len(v.Claims) != 8 {
+				if v.Verdict != "fail" || len(v.Failed()) != len(v.Claims) || len(v.Claims) != 9 {
 					t.Fatalf("verdict %+v", v)
 				}
 			}

@@ -63,6 +63,10 @@ func TestVectorsThroughCutVerify(t *testing.T) {
 			}
 			bb = bytes.Replace(bb, []byte(`{"export":0,`), append(append([]byte(`{"export":`), bytes.TrimSpace(f["export.json"])...), ','), 1)
 			bb = bytes.Replace(bb, []byte(`"receipts":null`), append([]byte(`"receipts":`), bytes.TrimSpace(f["receipts.json"])...), 1)
+			// A provider profile's wire body and output schema, as written.
+			if w, ok := f["wire.json"]; ok {
+				bb = bytes.Replace(bb, []byte(`"verification":`), append(append([]byte(`"wire":`), bytes.TrimSpace(w)...), []byte(`,"output_schema":`+string(bytes.TrimSpace(f["schema.json"]))+`,"verification":`)...), 1)
+			}
 			args := []string{"verify", "--verifier", "inprocess", "--json", "--evidence-key", keyPath,
 				"--vocab", e.write(t, "vocab.json", string(f["vocab.json"])),
 				"--plan", e.write(t, "plan.json", string(f["plan.json"])),

@@ -70,8 +70,8 @@ func runVerify(ctx context.Context, c *Cmd, args []string) error {
 	return nil
 }
 
-// verifyBundle verifies the bundle's export and receipts, as the exact bytes
-// the bundle holds, with the other inputs of req.
+// verifyBundle verifies the bundle's export, receipts, wire body and output
+// schema, as the exact bytes the bundle holds, with the other inputs of req.
 //
 // A bundle that is not a strict CutBundle@1 does not verify (every claim
 // failed): it is what a reviewer is given, and changing its structure is
@@ -107,6 +107,10 @@ func (c *Cmd) verifyBundle(ctx context.Context, mode string, bundle []byte, req 
 			req.Export = bundle[m.Value.Off:m.Value.End]
 		case "receipts":
 			req.Receipts = bundle[m.Value.Off:m.Value.End]
+		case "wire":
+			req.Wire = bundle[m.Value.Off:m.Value.End]
+		case "output_schema":
+			req.OutputSchema = bundle[m.Value.Off:m.Value.End]
 		}
 	}
 	req.ExportDigest = b.ExportDigest

@@ -26,6 +26,7 @@ func requestOf(c cuttest.Cut) verifier.Request {
 	return verifier.Request{
 		Source: c.Source, Export: c.Export, ExportDigest: c.ExportDigest, Plan: c.Plan,
 		Vocabulary: c.Vocabulary, Receipts: c.Receipts, EvidenceKey: c.Key, Now: cuttest.Now,
+		Wire: c.Wire, OutputSchema: c.OutputSchema,
 	}
 }
 

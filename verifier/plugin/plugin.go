@@ -19,7 +19,7 @@
 //     evidence key after each call.
 //   - The host takes no answer on trust: it must list every claim in order
 //     with a verdict that follows from them, name this verifier's
-//     revision, the request's export digest and plan digest (recomputed by
+//     revision, the request's export, plan and wire digests (recomputed by
 //     the host), and fit in 1 MiB; otherwise the call fails with ErrReply.
 //   - Errors of the protocol are fixed sentinels, mapped to and from gRPC
 //     codes by one table each way; no error or log line holds input bytes.
@@ -86,7 +86,7 @@ const pluginName = "verifier"
 // the plugin binary from being run by hand by mistake; it is not security:
 // the host pins the binary by checksum and speaks mutual TLS.
 var handshake = goplugin.HandshakeConfig{
-	ProtocolVersion:  1,
+	ProtocolVersion:  2,
 	MagicCookieKey:   "PRIVACYCUT_VERIFIER_PLUGIN",
 	MagicCookieValue: "closed-diagnostic@1/verifier/1",
 }
@@ -324,7 +324,7 @@ func (p *Pending) Verify(ctx context.Context, req verifier.Request) (receipts.Ve
 	var f *os.File
 	if p.attach != nil {
 		var err error
-		f, err = makeAttachment([nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts})
+		f, err = makeAttachment(inputsOf(req))
 		if err != nil {
 			return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrStart, err)
 		}

@@ -164,7 +164,7 @@ func TestStreamProtocol(t *testing.T) {
 	chunk := func(in verifierpb.Input, data string) *verifierpb.VerifyRequest {
 		return &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Chunk{Chunk: &verifierpb.Chunk{Input: in, Data: []byte(data)}}}
 	}
-	keyHdr := &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Header{Header: &verifierpb.Header{Sizes: []uint64{0, 0, 0, 0, 0}, EvidenceKey: []byte("short")}}}
+	keyHdr := &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Header{Header: &verifierpb.Header{Sizes: []uint64{0, 0, 0, 0, 0, 0, 0}, EvidenceKey: []byte("short")}}}
 	tests := []struct {
 		name string
 		msgs []*verifierpb.VerifyRequest
@@ -172,15 +172,15 @@ func TestStreamProtocol(t *testing.T) {
 	}{
 		{"empty stream", nil, codes.InvalidArgument},
 		{"chunk first", []*verifierpb.VerifyRequest{chunk(verifierpb.Input_INPUT_SOURCE, "x")}, codes.InvalidArgument},
-		{"four sizes", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0)}, codes.InvalidArgument},
-		{"too large", []*verifierpb.VerifyRequest{hdr(MaxInputBytes+1, 0, 0, 0, 0)}, codes.OutOfRange},
+		{"six sizes", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0)}, codes.InvalidArgument},
+		{"too large", []*verifierpb.VerifyRequest{hdr(MaxInputBytes+1, 0, 0, 0, 0, 0, 0)}, codes.OutOfRange},
 		{"bad key length", []*verifierpb.VerifyRequest{keyHdr}, codes.InvalidArgument},
-		{"more than declared", []*verifierpb.VerifyRequest{hdr(1, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
-		{"fewer than declared", []*verifierpb.VerifyRequest{hdr(3, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
-		{"out of order", []*verifierpb.VerifyRequest{hdr(1, 1, 0, 0, 0), chunk(verifierpb.Input_INPUT_EXPORT, "x"), chunk(verifierpb.Input_INPUT_SOURCE, "x")}, codes.InvalidArgument},
-		{"unknown input", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0), chunk(verifierpb.Input(9), "x")}, codes.InvalidArgument},
-		{"second header", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0), hdr(0, 0, 0, 0, 0)}, codes.InvalidArgument},
-		{"well-formed empty request", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0)}, codes.OK},
+		{"more than declared", []*verifierpb.VerifyRequest{hdr(1, 0, 0, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
+		{"fewer than declared", []*verifierpb.VerifyRequest{hdr(3, 0, 0, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
+		{"out of order", []*verifierpb.VerifyRequest{hdr(1, 1, 0, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_EXPORT, "x"), chunk(verifierpb.Input_INPUT_SOURCE, "x")}, codes.InvalidArgument},
+		{"unknown input", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0, 0), chunk(verifierpb.Input(9), "x")}, codes.InvalidArgument},
+		{"second header", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0, 0), hdr(0, 0, 0, 0, 0, 0, 0)}, codes.InvalidArgument},
+		{"well-formed empty request", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0, 0)}, codes.OK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -356,6 +356,7 @@ func TestDescribes(t *testing.T) {
 		"export digest":  func(v *receipts.Verification) { v.ExportDigest = receipts.SHA256([]byte("other")) },
 		"plan digest":    func(v *receipts.Verification) { v.PlanDigest = receipts.SHA256([]byte("other")) },
 		"no plan digest": func(v *receipts.Verification) { v.PlanDigest = "" },
+		"wire digest":    func(v *receipts.Verification) { v.WireDigest = receipts.SHA256([]byte("other")) },
 	} {
 		w := v
 		change(&w)

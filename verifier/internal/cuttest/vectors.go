@@ -100,5 +100,7 @@ func (v Vector) Cut(t testing.TB) (Cut, time.Time) {
 		Vocabulary:   v.Files["vocab.json"],
 		Receipts:     v.Files["receipts.json"],
 		Key:          key,
+		Wire:         v.Files["wire.json"],
+		OutputSchema: v.Files["schema.json"],
 	}, now
 }

@@ -40,6 +40,10 @@ const (
 	Input_INPUT_PLAN        Input = 3
 	Input_INPUT_VOCABULARY  Input = 4
 	Input_INPUT_RECEIPTS    Input = 5
+	// The wire body as sent, and the output schema it was rendered with;
+	// both empty for export@1.
+	Input_INPUT_WIRE          Input = 6
+	Input_INPUT_OUTPUT_SCHEMA Input = 7
 )
 
 // Enum value maps for Input.
@@ -51,14 +55,18 @@ var (
 		3: "INPUT_PLAN",
 		4: "INPUT_VOCABULARY",
 		5: "INPUT_RECEIPTS",
+		6: "INPUT_WIRE",
+		7: "INPUT_OUTPUT_SCHEMA",
 	}
 	Input_value = map[string]int32{
-		"INPUT_UNSPECIFIED": 0,
-		"INPUT_SOURCE":      1,
-		"INPUT_EXPORT":      2,
-		"INPUT_PLAN":        3,
-		"INPUT_VOCABULARY":  4,
-		"INPUT_RECEIPTS":    5,
+		"INPUT_UNSPECIFIED":   0,
+		"INPUT_SOURCE":        1,
+		"INPUT_EXPORT":        2,
+		"INPUT_PLAN":          3,
+		"INPUT_VOCABULARY":    4,
+		"INPUT_RECEIPTS":      5,
+		"INPUT_WIRE":          6,
+		"INPUT_OUTPUT_SCHEMA": 7,
 	}
 )
 
@@ -376,6 +384,7 @@ type VerifyResponse struct {
 	PlanDigest       string                 `protobuf:"bytes,8,opt,name=plan_digest,json=planDigest,proto3" json:"plan_digest,omitempty"`
 	VocabularyDigest string                 `protobuf:"bytes,9,opt,name=vocabulary_digest,json=vocabularyDigest,proto3" json:"vocabulary_digest,omitempty"`
 	ReceiptsDigest   string                 `protobuf:"bytes,10,opt,name=receipts_digest,json=receiptsDigest,proto3" json:"receipts_digest,omitempty"`
+	WireDigest       string                 `protobuf:"bytes,11,opt,name=wire_digest,json=wireDigest,proto3" json:"wire_digest,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -480,6 +489,13 @@ func (x *VerifyResponse) GetReceiptsDigest() string {
 	return ""
 }
 
+func (x *VerifyResponse) GetWireDigest() string {
+	if x != nil {
+		return x.WireDigest
+	}
+	return ""
+}
+
 var File_verifier_proto protoreflect.FileDescriptor
 
 const file_verifier_proto_rawDesc = "" +
@@ -501,7 +517,7 @@ const file_verifier_proto_rawDesc = "" +
 	"\x05Claim\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xea\x02\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x8b\x03\n" +
 	"\x0eVerifyResponse\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\tR\x06schema\x12\x18\n" +
 	"\averdict\x18\x02 \x01(\tR\averdict\x125\n" +
@@ -514,7 +530,9 @@ const file_verifier_proto_rawDesc = "" +
 	"planDigest\x12+\n" +
 	"\x11vocabulary_digest\x18\t \x01(\tR\x10vocabularyDigest\x12'\n" +
 	"\x0freceipts_digest\x18\n" +
-	" \x01(\tR\x0ereceiptsDigest*|\n" +
+	" \x01(\tR\x0ereceiptsDigest\x12\x1f\n" +
+	"\vwire_digest\x18\v \x01(\tR\n" +
+	"wireDigest*\xa5\x01\n" +
 	"\x05Input\x12\x15\n" +
 	"\x11INPUT_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fINPUT_SOURCE\x10\x01\x12\x10\n" +
@@ -522,7 +540,10 @@ const file_verifier_proto_rawDesc = "" +
 	"\n" +
 	"INPUT_PLAN\x10\x03\x12\x14\n" +
 	"\x10INPUT_VOCABULARY\x10\x04\x12\x12\n" +
-	"\x0eINPUT_RECEIPTS\x10\x052e\n" +
+	"\x0eINPUT_RECEIPTS\x10\x05\x12\x0e\n" +
+	"\n" +
+	"INPUT_WIRE\x10\x06\x12\x17\n" +
+	"\x13INPUT_OUTPUT_SCHEMA\x10\a2e\n" +
 	"\bVerifier\x12Y\n" +
 	"\x06Verify\x12%.privacycut.verifier.v1.VerifyRequest\x1a&.privacycut.verifier.v1.VerifyResponse(\x01BFZDgithub.com/privacycut/privacycut/verifier/plugin/internal/verifierpbb\x06proto3"
 
