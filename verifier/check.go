@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"context"
 	"sync"
 
 	"github.com/privacycut/privacycut/receipts"
@@ -17,6 +18,7 @@ import (
 //   - each claim function concludes its own entry of out.
 type check struct {
 	req Request
+	ctx context.Context // for the call to req.Issuer
 	out [nClaims]outcome
 
 	// The evidence key, nil when absent or wiped (keyErr says which).

@@ -33,6 +33,14 @@ type Request struct {
 	// rendered with, for a profile other than export@1: its digest is the
 	// plan's output_schema_digest.
 	OutputSchema []byte
+
+	// For a reversible cut: Issuer is asked whether each token of the
+	// export is the one issued under Lease for its slot's (category,
+	// value). A verifier in another process cannot be given an Issuer: it
+	// dials its own at VaultSocket (package verifier/plugin).
+	Issuer      Issuer
+	Lease       string
+	VaultSocket string
 }
 
 // Checker verifies a cut, in this process ([InProcess]) or in another one
@@ -52,20 +60,23 @@ func (inProcess) Verify(ctx context.Context, req Request) (receipts.Verification
 	if err := ctx.Err(); err != nil {
 		return receipts.Verification{}, err
 	}
-	return Verify(req), nil
+	return VerifyContext(ctx, req), nil
 }
 
 // Verify checks one cut and returns its CutVerification@1. It lists every
 // claim, in order; the verdict is "pass" only when every claim holds. Verify
 // never panics on any input, and no Detail ever holds input bytes: only
 // counts, codes, field names and positions.
-func Verify(req Request) (v receipts.Verification) {
+func Verify(req Request) receipts.Verification { return VerifyContext(context.Background(), req) }
+
+// VerifyContext is Verify with a context for the call to req.Issuer.
+func VerifyContext(ctx context.Context, req Request) (v receipts.Verification) {
 	defer func() {
 		if recover() != nil {
 			v = failAll(req, "verifier: internal error")
 		}
 	}()
-	return verify(req)
+	return verifyCtx(ctx, req)
 }
 
 // The claims, by index into check.out, in the order receipts.Claims lists
@@ -83,8 +94,8 @@ const (
 	nClaims
 )
 
-// verify is Verify without the recovery from a panic. This is the whole
-// run, in order:
+// verify is Verify without the recovery from a panic; verifyCtx is
+// VerifyContext's. This is the whole run, in order:
 //
 //  1. decode reads every input (inputs.go); what cannot be read is kept as
 //     an error for the claims that depend on it;
@@ -96,8 +107,10 @@ const (
 //     owners-replaced and token-consistency;
 //  4. every claim is concluded, in the order of receipts.Claims, by its own
 //     function (one file each: claim_*.go).
-func verify(req Request) receipts.Verification {
-	c := &check{req: req}
+func verify(req Request) receipts.Verification { return verifyCtx(context.Background(), req) }
+
+func verifyCtx(ctx context.Context, req Request) receipts.Verification {
+	c := &check{req: req, ctx: ctx}
 	// Even when a panic unwinds, every goroutine the check started ends
 	// before its buffers are freed, and before Verify returns: nothing may
 	// read the inputs after that (the plugin unmaps them).

@@ -148,8 +148,14 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, auth *e
 	if err != nil {
 		return nil, err
 	}
-	p.verdict, err = c.runVerifier(ctx, vp, verifier.Request{Source: in.source, Export: p.out.Export, ExportDigest: p.out.ExportDigest,
-		Plan: in.planBytes, Vocabulary: in.vocabBytes, Receipts: rb, EvidenceKey: in.key, Now: time.Now()})
+	vreq := verifier.Request{Source: in.source, Export: p.out.Export, ExportDigest: p.out.ExportDigest,
+		Plan: in.planBytes, Vocabulary: in.vocabBytes, Receipts: rb, EvidenceKey: in.key, Now: time.Now()}
+	if vs, ok := src.(*vaultSource); ok {
+		// The verifier checks each slot's token against the vault's grant
+		// reply (the tokens, in the order of the values sent).
+		vreq.Issuer, vreq.Lease = &verifier.Granted{Lease: vs.lease, Tokens: vs.tokens}, vs.lease
+	}
+	p.verdict, err = c.runVerifier(ctx, vp, vreq)
 	if err != nil {
 		return nil, err
 	}

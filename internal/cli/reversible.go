@@ -30,6 +30,7 @@ type vaultSource struct {
 	client *api.Client
 	req    service.CreateRequest
 	lease  string
+	tokens []string // the grant's tokens, in the order of the pairs sent
 }
 
 var _ censor.TokenSource = (*vaultSource)(nil)
@@ -58,7 +59,7 @@ func (v *vaultSource) Issue(ctx context.Context, sourceDigest string, pairs []ce
 	if err != nil {
 		return nil, err
 	}
-	v.lease = res.Lease.ID
+	v.lease, v.tokens = res.Lease.ID, res.Tokens
 	return res.Tokens, nil
 }
 

@@ -31,7 +31,11 @@ const (
 	// preallocMax bounds what a declared size may make the plugin allocate
 	// before the bytes arrive.
 	preallocMax = 256 << 20
-	nInputs     = 7
+	// maxGrantedTokens bounds the tokens of a grant reply sent in the
+	// header, which must fit in one gRPC message (4 MiB): a token is some
+	// 50 bytes.
+	maxGrantedTokens = 1 << 16
+	nInputs          = 7
 )
 
 // Errors of the plugin protocol. Their messages are fixed and content-free.
@@ -40,7 +44,8 @@ var (
 	// no header first, an unknown input, inputs out of order, more or fewer
 	// bytes than declared, a malformed evidence key.
 	ErrStream = errors.New("verifier: malformed request stream")
-	// ErrTooLarge is returned for an input over MaxInputBytes.
+	// ErrTooLarge is returned for an input over MaxInputBytes, or a grant
+	// reply (verifier.Granted) of more than 65,536 tokens.
 	ErrTooLarge = errors.New("verifier: request input too large")
 	// ErrReply is returned by the host when the plugin's answer is not a
 	// well-formed CutVerification@1 (every claim, in order, verdict
@@ -98,7 +103,15 @@ type grpcClient struct {
 
 func (g *grpcClient) Verify(ctx context.Context, req verifier.Request) (receipts.Verification, error) {
 	inputs := inputsOf(req)
-	hdr := &verifierpb.Header{ExportDigest: req.ExportDigest}
+	hdr := &verifierpb.Header{ExportDigest: req.ExportDigest, Lease: req.Lease, VaultSocket: req.VaultSocket}
+	// A grant reply crosses as its tokens; an Issuer of another kind cannot
+	// cross, and the plugin dials its own at the vault socket.
+	if g, ok := req.Issuer.(*verifier.Granted); ok && g != nil && req.VaultSocket == "" {
+		if len(g.Tokens) > maxGrantedTokens {
+			return receipts.Verification{}, ErrTooLarge
+		}
+		hdr.Granted, hdr.GrantedLease, hdr.GrantedTokens = true, g.Lease, g.Tokens
+	}
 	if !req.Now.IsZero() {
 		hdr.NowUnixNano = req.Now.UnixNano()
 	}
@@ -241,6 +254,7 @@ func toWire(v receipts.Verification) *verifierpb.VerifyResponse {
 type grpcServer struct {
 	verifierpb.UnimplementedVerifierServer
 	impl verifier.Checker
+	dial DialIssuer // nil: requests get no issuer
 }
 
 func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
@@ -254,6 +268,15 @@ func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
 	if err != nil {
 		return statusOf(err)
 	}
+	if req.VaultSocket != "" && s.dial != nil {
+		issuer, closeIssuer, err := s.dial(stream.Context(), req.VaultSocket)
+		if err != nil {
+			// The claim names it: the verification still runs.
+			issuer, closeIssuer = unavailable{}, func() {}
+		}
+		defer closeIssuer()
+		req.Issuer = issuer
+	}
 	v, err := s.impl.Verify(stream.Context(), req)
 	if err != nil {
 		return statusOf(err)
@@ -262,6 +285,13 @@ func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
 		return statusOf(err)
 	}
 	return nil
+}
+
+// unavailable is the issuer of a request whose vault could not be dialed.
+type unavailable struct{}
+
+func (unavailable) Issued(context.Context, string, []verifier.Pair) ([]bool, error) {
+	return nil, verifier.ErrIssuerUnavailable
 }
 
 // attachFD is the plugin's end of the attachment channel the host passed at
@@ -297,6 +327,13 @@ func receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, rel
 		req.EvidenceKey = key
 	}
 	req.ExportDigest = hdr.GetExportDigest()
+	req.Lease, req.VaultSocket = hdr.GetLease(), hdr.GetVaultSocket()
+	if hdr.GetGranted() {
+		if len(hdr.GetGrantedTokens()) > maxGrantedTokens {
+			return req, release, ErrTooLarge
+		}
+		req.Issuer = &verifier.Granted{Lease: hdr.GetGrantedLease(), Tokens: hdr.GetGrantedTokens()}
+	}
 	if n := hdr.GetNowUnixNano(); n != 0 {
 		req.Now = time.Unix(0, n).UTC()
 	}

@@ -7,6 +7,11 @@
 // package verifier's Verify, run in the plugin process; the host checks
 // the answer before returning it.
 //
+// A request's Issuer (reversible cuts) does not cross to the plugin: the
+// plugin dials its own at the request's VaultSocket with
+// Options.DialIssuer. A verifier.Granted does cross, as its tokens (no
+// value), when the request names no vault socket.
+//
 // # Security properties
 //
 // Guaranteed:
@@ -101,10 +106,11 @@ var (
 type grpcPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 	impl verifier.Checker
+	dial DialIssuer
 }
 
 func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	verifierpb.RegisterVerifierServer(s, &grpcServer{impl: p.impl})
+	verifierpb.RegisterVerifierServer(s, &grpcServer{impl: p.impl, dial: p.dial})
 	return nil
 }
 
@@ -112,10 +118,18 @@ func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, cc *g
 	return &grpcClient{c: verifierpb.NewVerifierClient(cc)}, nil
 }
 
-// pluginMap is the plugin set of the verifier, serving impl.
-func pluginMap(impl verifier.Checker) map[string]goplugin.Plugin {
-	return map[string]goplugin.Plugin{pluginName: &grpcPlugin{impl: impl}}
+// pluginMap is the plugin set of the verifier, serving impl with the
+// issuers dial makes.
+func pluginMap(impl verifier.Checker, dial DialIssuer) map[string]goplugin.Plugin {
+	return map[string]goplugin.Plugin{pluginName: &grpcPlugin{impl: impl, dial: dial}}
 }
+
+// DialIssuer connects the plugin to the token issuer (the vault) at socket,
+// for one request, and returns it with the function that closes it. The
+// plugin calls it for a request that names a vault socket
+// (verifier.Request.VaultSocket); when it fails, the request's
+// token-consistency fails as the issuer being unavailable.
+type DialIssuer func(ctx context.Context, socket string) (issuer verifier.Issuer, closeIssuer func(), err error)
 
 // Options configure the plugin process (ServeIfPlugin).
 type Options struct {
@@ -123,6 +137,10 @@ type Options struct {
 	// process exits with status 1. cut makes itself undumpable there
 	// (PR_SET_DUMPABLE 0, RLIMIT_CORE 0).
 	Harden func() error
+	// DialIssuer, when set, gives a request of a reversible cut the token
+	// issuer at its vault socket; without it such a request is verified
+	// without an issuer, and fails token-consistency saying so.
+	DialIssuer DialIssuer
 }
 
 // ServeIfPlugin makes the calling program its own verifier plugin: when
@@ -158,7 +176,7 @@ func serve(opt Options) {
 	}
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: handshake,
-		Plugins:         pluginMap(verifier.InProcess()),
+		Plugins:         pluginMap(verifier.InProcess(), opt.DialIssuer),
 		GRPCServer:      goplugin.DefaultGRPCServer,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name: "verifier", Level: hclog.Info, Output: os.Stderr, JSONFormat: true,
@@ -376,7 +394,7 @@ func start(ctx context.Context, cmd *exec.Cmd, kill context.CancelFunc, logger h
 	}
 	pc := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  handshake,
-		Plugins:          pluginMap(nil),
+		Plugins:          pluginMap(nil, nil),
 		Cmd:              cmd,
 		SecureConfig:     &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()},
 		AutoMTLS:         true,

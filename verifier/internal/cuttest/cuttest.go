@@ -80,6 +80,31 @@ type Cut struct {
 	// The wire body and the output schema of a provider profile, nil for
 	// export@1.
 	Wire, OutputSchema []byte
+	// For a reversible cut: the lease its tokens were issued under (Lease),
+	// and the token issued for each (category, value as it reads): the
+	// honest tokens, whatever Options.Token wrote.
+	Lease  string
+	Issued map[[2]string]string
+	// Of a vector's reversible cut: the namespace and namespace key its
+	// tokens were issued under, from which a stand-in for the vault
+	// recomputes them (Issued is nil then).
+	Namespace    string
+	NamespaceKey []byte
+}
+
+// Lease is the lease of the reversible cuts built here.
+const Lease = "pcl:cuttestcuttestcuttestcut"
+
+// unescape reads an owner value as written between its quotes.
+func unescape(raw string) string {
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '\\' && i+1 < len(raw) {
+			i++
+		}
+		b.WriteByte(raw[i])
+	}
+	return b.String()
 }
 
 // Make builds an honest irreversible (or reversible, with fixed tokens)
@@ -122,6 +147,7 @@ func Make(t testing.TB, parts []Part, opt Options) Cut {
 
 	// Censor by scanning for ` owner.<cat>="…"`.
 	seen := map[string]map[string]string{}
+	issued := map[[2]string]string{}
 	occ := 0
 	counts := map[string]int{}
 	texts := make([]string, len(parts))
@@ -156,6 +182,7 @@ func Make(t testing.TB, parts []Part, opt Options) Cut {
 					tok = "redacted:" + cat + ":" + strconv.Itoa(n)
 				}
 				seen[cat][text[s:e]] = tok
+				issued[[2]string{cat, unescape(text[s:e])}] = tok
 			}
 			if opt.Token != nil {
 				tok = opt.Token(occ, tok)
@@ -256,6 +283,9 @@ func Make(t testing.TB, parts []Part, opt Options) Cut {
 	cut := Cut{
 		Source: source, Export: export, ExportDigest: ed, Plan: planJSON, Vocabulary: []byte(Vocab),
 		Receipts: must(canon.Marshal([]receipts.TransformationReceipt{r0, r1})), Key: key,
+	}
+	if opt.Mode == receipts.ModeReversible {
+		cut.Lease, cut.Issued = Lease, issued
 	}
 	if w := plan.Wire; w != nil && opt.Schema != nil && (w.Profile == receipts.WireOpenAIChat || w.Profile == receipts.WireAnthropicMessages) {
 		cut.Wire = WireBody(t, plan.Wire, texts, opt.Schema)

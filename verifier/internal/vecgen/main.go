@@ -9,8 +9,11 @@
 // One txtar file per vector (written here without a txtar library). Its comment starts with "expect: pass" or
 // "expect: fail <claim>[,<claim>…]"; its files are source.json,
 // export.json, export_digest, plan.json, vocab.json, receipts.json, key.hex
-// and now, and for a provider wire profile wire.json (the wire body) and
-// schema.json (the output schema document). Each file holds its data
+// and now; for a provider wire profile wire.json (the wire body) and
+// schema.json (the output schema document); for a reversible cut lease (the
+// lease id) and issuer (the namespace and, in hex, the namespace key the
+// tokens were issued under: what a test's stand-in for the vault needs to
+// answer whether a token was issued for a value). Each file holds its data
 // followed by one LF that is not part of the data.
 //
 // Usage:
@@ -48,10 +51,10 @@ func main() {
 		// the file's data and one LF.
 		var a bytes.Buffer
 		a.WriteString(v.expect + "\n# " + v.about + "\n")
-		for _, name := range []string{"source.json", "export.json", "export_digest", "plan.json", "vocab.json", "receipts.json", "key.hex", "now", "wire.json", "schema.json"} {
+		for _, name := range []string{"source.json", "export.json", "export_digest", "plan.json", "vocab.json", "receipts.json", "key.hex", "now", "wire.json", "schema.json", "lease", "issuer"} {
 			data, ok := v.files[name]
 			if !ok {
-				continue // the wire files of a provider profile only
+				continue // the wire files of a provider profile, the issuer of a reversible cut
 			}
 			if strings.HasPrefix(data, "-- ") || strings.Contains(data, "\n-- ") {
 				log.Fatalf("vecgen: %s of %s holds a txtar marker", name, v.name)
@@ -83,6 +86,7 @@ var (
 	nsKey       = randBytes(32)
 	b32         = base32.StdEncoding.WithPadding(base32.NoPadding)
 	namespace   = strings.ToLower(b32.EncodeToString(randBytes(7)))[:10]
+	leaseID     = "pcl:" + strings.ToLower(b32.EncodeToString(randBytes(17)))[:26]
 )
 
 const (
@@ -519,6 +523,10 @@ func (b *bundle) files() map[string]string {
 		f["wire.json"] = b.wireBody
 		f["schema.json"] = b.wire.schema
 	}
+	if b.mode == "reversible" {
+		f["lease"] = leaseID
+		f["issuer"] = namespace + " " + hex.EncodeToString(nsKey)
+	}
 	return f
 }
 
@@ -630,6 +638,23 @@ func vectors() []vector {
 	b.texts[0] = swapFirstTwo(b.texts[0], "owner.module=")
 	b.rebind()
 	vs = append(vs, fail("reversible-token-swapped", "two reversible module tokens swapped at two slots, digests rebound", b, "token-consistency"))
+
+	b = good("reversible")
+	ledger, sso := reversible()("module", "git.corp.example/payments/ledger"), reversible()("module", "git.corp.example/identity/sso")
+	for i := range b.texts {
+		b.texts[i] = strings.NewReplacer(ledger, sso, sso, ledger).Replace(b.texts[i])
+	}
+	b.rebind()
+	vs = append(vs, fail("reversible-tokens-swapped-consistently", "the tokens of two module values swapped at every slot, so that each value keeps one token, digests rebound", b, "token-consistency"))
+
+	b = good("reversible")
+	team := reversible()("team", "payments core")
+	altered := team[:len(team)-1] + map[bool]string{true: "b", false: "a"}[team[len(team)-1] == 'a']
+	for i := range b.texts {
+		b.texts[i] = strings.ReplaceAll(b.texts[i], team, altered)
+	}
+	b.rebind()
+	vs = append(vs, fail("reversible-mac-altered", "the last character of a team token's mac altered at every slot, digests rebound", b, "token-consistency"))
 
 	vs = append(vs, wireVectors()...)
 	sort.Slice(vs, func(i, j int) bool { return vs[i].name < vs[j].name })

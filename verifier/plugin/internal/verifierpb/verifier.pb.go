@@ -108,7 +108,17 @@ type Header struct {
 	Sizes []uint64 `protobuf:"varint,4,rep,packed,name=sizes,proto3" json:"sizes,omitempty"`
 	// The inputs are not streamed: they are in the sealed memfd the host
 	// passed to the plugin process at start, concatenated in Input order.
-	Attached      bool `protobuf:"varint,5,opt,name=attached,proto3" json:"attached,omitempty"`
+	Attached bool `protobuf:"varint,5,opt,name=attached,proto3" json:"attached,omitempty"`
+	// For a reversible cut: the lease its tokens were issued under, and the
+	// vault socket where the plugin dials its own token issuer.
+	Lease       string `protobuf:"bytes,6,opt,name=lease,proto3" json:"lease,omitempty"`
+	VaultSocket string `protobuf:"bytes,7,opt,name=vault_socket,json=vaultSocket,proto3" json:"vault_socket,omitempty"`
+	// Or, with no vault socket, the host's grant reply (verifier.Granted):
+	// the tokens issued under the lease for the cut's distinct values, in
+	// order of first appearance. No value crosses.
+	Granted       bool     `protobuf:"varint,8,opt,name=granted,proto3" json:"granted,omitempty"`
+	GrantedLease  string   `protobuf:"bytes,9,opt,name=granted_lease,json=grantedLease,proto3" json:"granted_lease,omitempty"`
+	GrantedTokens []string `protobuf:"bytes,10,rep,name=granted_tokens,json=grantedTokens,proto3" json:"granted_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -176,6 +186,41 @@ func (x *Header) GetAttached() bool {
 		return x.Attached
 	}
 	return false
+}
+
+func (x *Header) GetLease() string {
+	if x != nil {
+		return x.Lease
+	}
+	return ""
+}
+
+func (x *Header) GetVaultSocket() string {
+	if x != nil {
+		return x.VaultSocket
+	}
+	return ""
+}
+
+func (x *Header) GetGranted() bool {
+	if x != nil {
+		return x.Granted
+	}
+	return false
+}
+
+func (x *Header) GetGrantedLease() string {
+	if x != nil {
+		return x.GrantedLease
+	}
+	return ""
+}
+
+func (x *Header) GetGrantedTokens() []string {
+	if x != nil {
+		return x.GrantedTokens
+	}
+	return nil
 }
 
 type Chunk struct {
@@ -500,13 +545,19 @@ var File_verifier_proto protoreflect.FileDescriptor
 
 const file_verifier_proto_rawDesc = "" +
 	"\n" +
-	"\x0everifier.proto\x12\x16privacycut.verifier.v1\"\xa6\x01\n" +
+	"\x0everifier.proto\x12\x16privacycut.verifier.v1\"\xc5\x02\n" +
 	"\x06Header\x12!\n" +
 	"\fevidence_key\x18\x01 \x01(\fR\vevidenceKey\x12#\n" +
 	"\rexport_digest\x18\x02 \x01(\tR\fexportDigest\x12\"\n" +
 	"\rnow_unix_nano\x18\x03 \x01(\x03R\vnowUnixNano\x12\x14\n" +
 	"\x05sizes\x18\x04 \x03(\x04R\x05sizes\x12\x1a\n" +
-	"\battached\x18\x05 \x01(\bR\battached\"P\n" +
+	"\battached\x18\x05 \x01(\bR\battached\x12\x14\n" +
+	"\x05lease\x18\x06 \x01(\tR\x05lease\x12!\n" +
+	"\fvault_socket\x18\a \x01(\tR\vvaultSocket\x12\x18\n" +
+	"\agranted\x18\b \x01(\bR\agranted\x12#\n" +
+	"\rgranted_lease\x18\t \x01(\tR\fgrantedLease\x12%\n" +
+	"\x0egranted_tokens\x18\n" +
+	" \x03(\tR\rgrantedTokens\"P\n" +
 	"\x05Chunk\x123\n" +
 	"\x05input\x18\x01 \x01(\x0e2\x1d.privacycut.verifier.v1.InputR\x05input\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"\x87\x01\n" +
