@@ -140,8 +140,9 @@ func (c *check) exportResidual(res *outcome, straddling, plain, decoded [][]byte
 func (c *check) wireResidual(res *outcome, forms [][]byte) {
 	w := &c.wire
 	given := c.req.Wire
-	if len(forms) == 0 || w.profile == "" || w.profile == receipts.WireExport && (len(given) == 0 || bytes.Equal(given, c.req.Export)) {
-		return
+	rendered := w.body != nil && w.diff < 0
+	if len(forms) == 0 || !rendered && (len(given) == 0 || w.profile != receipts.WireOpenAIChat && w.profile != receipts.WireAnthropicMessages && bytes.Equal(given, c.req.Export)) {
+		return // no body but the export, searched already
 	}
 	m := newMatcher(forms)
 	defer m.release()
@@ -157,11 +158,11 @@ func (c *check) wireResidual(res *outcome, forms [][]byte) {
 		})
 	}
 	switch {
-	case w.body != nil && w.diff < 0:
+	case rendered:
 		search("model", []byte(c.plan.Wire.Model))
 		search("instruction", []byte(c.plan.Wire.Instruction))
 		eachString(w.stripped, func(s []byte) { search("output schema", s) })
-	case len(given) > 0:
+	default:
 		if tree, err := canon.Parse(given, canon.Options{Buffer: c.buffer}); err == nil {
 			eachString(tree, func(s []byte) { search("wire body", s) })
 		} else {

@@ -272,3 +272,30 @@ func checkContentFreeVerification(t *testing.T, v receipts.Verification, planted
 		}
 	}
 }
+
+// TestVerifyWireSearchedWhole: a wire body that is not the one rendered
+// from the export and the plan is searched whole: an owner value in it
+// fails no-residual beside wire-match, whatever the plan says.
+func TestVerifyWireSearchedWhole(t *testing.T) {
+	leak := `{"messages":[{"content":"git.corp.example/pay/ledger","role":"user"}],"model":"m"}`
+	for _, tc := range []struct {
+		name   string
+		change func(r *Request)
+		body   string
+	}{
+		{"export@1", func(r *Request) {}, leak},
+		{"plan undecodable", func(r *Request) { r.Plan = []byte("{") }, leak},
+		{"a provider profile", func(r *Request) { *r = wireCut(t, receipts.WireOpenAIChat, "") }, leak},
+		{"not JSON, searched as its bytes", func(r *Request) {}, "x" + leak},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := makeCut(t, sampleParts, cutOptions{})
+			tc.change(&req)
+			req.Wire = []byte(tc.body)
+			got := failedClaims(Verify(req))
+			if !slices.Contains(got, receipts.ClaimNoResidual) || !slices.Contains(got, receipts.ClaimWireMatch) {
+				t.Fatalf("failed %v", got)
+			}
+		})
+	}
+}
