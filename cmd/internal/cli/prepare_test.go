@@ -119,7 +119,7 @@ func TestVerifyMalformedBundle(t *testing.T) {
 				}
 				var v receipts.Verification
 				decodeStrict(t, out, &v)
-				if v.Verdict != "fail" || len(v.Failed()) != len(v.Claims) || len(v.Claims) != 8 {
+				if v.Verdict != "fail" || len(v.Failed()) != len(v.Claims) || len(v.Claims) != 9 {
 					t.Fatalf("verdict %+v", v)
 				}
 			}
@@ -322,7 +322,8 @@ func TestSendLoopback(t *testing.T) {
 }
 
 // TestSendNoRedirect: a target that redirects does not get the body sent
-// on; cut reports the redirect status and nothing reaches the second host.
+// on; cut reports the redirect status, the answer is not usable
+// (UPSTREAM_FAILED, exit 1) and nothing reaches the second host.
 func TestSendNoRedirect(t *testing.T) {
 	var hits int
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
@@ -332,10 +333,10 @@ func TestSendNoRedirect(t *testing.T) {
 	}))
 	defer srv.Close()
 	e, proj, plan := cutEnv(t, srv.URL+"/")
-	code, _, errb := e.run(t, "send", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess",
+	code, out, errb := e.run(t, "send", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess",
 		"--quarantine", filepath.Join(e.dir, "q.json"), proj)
-	if code != ExitError || hits != 0 || !bytes.Contains(errb, []byte("HTTP 307")) {
-		t.Fatalf("exit %d, hits %d, stderr %s", code, hits, errb)
+	if code != ExitError || hits != 0 || !bytes.Contains(out, []byte("HTTP 307")) || !bytes.Contains(errb, []byte("UPSTREAM_FAILED (redirect)")) {
+		t.Fatalf("exit %d, hits %d\n%s\n%s", code, hits, out, errb)
 	}
 }
 
