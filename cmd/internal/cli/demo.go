@@ -46,7 +46,7 @@ type demo struct {
 	// each cut's Send did.
 	credential string
 	sends      []*pipeline.Sent
-	checks []demoCheck
+	checks     []demoCheck
 }
 
 type demoCheck struct {
