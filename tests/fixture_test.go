@@ -40,6 +40,7 @@ func mustAbs(p string) string {
 // even in the result.
 type canaries struct {
 	module, module2, team, person string
+	credential                    string // a provider API key, for the wire profiles
 }
 
 func newCanaries(tag string) canaries {
@@ -48,11 +49,14 @@ func newCanaries(tag string) canaries {
 		module2: "git.canary.example/" + tag + "/gateway-" + randHex(8),
 		team:    "canary-team-" + tag + "-" + randHex(8),
 		person:  "Canary Person " + tag + " " + randHex(8),
+		// The credential is not an owner value: it is scanned for as the
+		// fifth needle, never allowed anywhere.
+		credential: "sk-canary-" + tag + "-" + randHex(16),
 	}
 }
 
 func (c canaries) all() [][]byte {
-	return [][]byte{[]byte(c.module), []byte(c.module2), []byte(c.team), []byte(c.person)}
+	return [][]byte{[]byte(c.module), []byte(c.module2), []byte(c.team), []byte(c.person), []byte(c.credential)}
 }
 
 // rehydratable are the values the schema lets rehydration restore.

@@ -492,6 +492,25 @@ func runEndToEnd(t *testing.T, bin string, env []string) endToEnd {
 		Lease *string `json:"lease"`
 	}
 	json.Unmarshal(r.stdout, &sent)
+	// The same cut sent as an OpenAI Chat Completions request, with a
+	// provider credential read from a file of the user's: neither the
+	// credential nor an owner value may reach a byte the system writes.
+	instr := filepath.Join(e.work, "instruction.txt")
+	if err := os.WriteFile(instr, []byte("Triage these findings; copy owner tokens exactly.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	credFile := filepath.Join(t.TempDir(), "provider.key") // the user's, outside what is scanned
+	if err := os.WriteFile(credFile, []byte(can.credential+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wirePlan := planFor(t, c, e.proj, e.rem.srv.URL+standin.OpenAIPath,
+		"--wire", "openai-chat@1", "--model", "stand-in-model", "--instruction-file", instr)
+	wr := c.must(0, "send", "--vocab", vocabPath, "--plan", wirePlan, "--json", "--credential-file", credFile,
+		"--quarantine", filepath.Join(e.work, "answer-wire.json"), "--schema", schemaPath, e.proj)
+	c.allowed[wr.outFile] = true
+	if !bytes.Contains(wr.stdout, []byte(`"rehydrated"`)) {
+		t.Fatalf("cut send over openai-chat@1 did not rehydrate: %s", wr.stdout)
+	}
 	rr, res := e.rehydrate(b1, ref1)
 	if rr.code != 0 {
 		t.Fatalf("rehydrate: %v", rr)
