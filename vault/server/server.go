@@ -427,7 +427,7 @@ func (s *handler) ProveErasure(ss grpc.ClientStreamingServer[vaultpb.ProveErasur
 		}
 		return m.Data, nil
 	}}
-	rep, err := s.v.ProveErasure(r, first.DestroyedLease, first.LiveLease)
+	rep, err := s.v.ProveErasure(principal(ss.Context()), r, first.DestroyedLease, first.LiveLease)
 	if err != nil {
 		return rpc.ToStatus(op, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
 // TestMain hardens the test process (RLIMIT_CORE 0, PR_SET_DUMPABLE 0) so
@@ -134,16 +134,9 @@ func grant(t *testing.T, v *Vault, pairs []seal.Pair) CreateResult {
 	return res
 }
 
-// export builds an export document carrying the tokens.
-func export(tokens []string) []byte {
-	var b strings.Builder
-	b.WriteString(`{"parts":[{"kind":"block","text":"`)
-	for _, tok := range tokens {
-		b.WriteString(`finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.module=\"` + tok + `\"\n`)
-	}
-	b.WriteString(`"}],"profile":"closed-diagnostic@1"}`)
-	return []byte(b.String())
-}
+// export builds an export document carrying the tokens, each in an owner
+// slot of its category, in the order given.
+func export(tokens []string) []byte { return vaulttest.Export(tokens) }
 
 func bind(t *testing.T, v *Vault, res CreateResult) {
 	t.Helper()

@@ -403,7 +403,7 @@ func checkGate(t *testing.T, v *Vault, res CreateResult, req CreateRequest) {
 		}(),
 		"with-map": v.WithMap(ctx, res.Lease.ID, func(*Map) error { return nil }),
 		"rotate":   func() error { _, err := v.Rotate(); return err }(),
-		"prove":    func() error { _, err := v.ProveErasure(bytes.NewReader(nil), res.Lease.ID, ""); return err }(),
+		"prove":    func() error { _, err := v.ProveErasure(principal, bytes.NewReader(nil), res.Lease.ID, ""); return err }(),
 	}
 	for op, err := range refused {
 		if CodeOf(err) != receipts.VaultProfileNotProven {

@@ -83,6 +83,16 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 	if life <= 0 {
 		life = v.opt.MaxLease
 	}
+	unreserve, err := v.reserveLease(op, principal)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			unreserve()
+		}
+	}()
 	var idb [16]byte
 	rand.Read(idb[:])
 	nsb := make([]byte, 7)
@@ -129,16 +139,18 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 		return CreateResult{}, v.fail(op, err)
 	}
 	crash.At(crash.GrantWrapped)
+	// Tracked before the commit, so that a revocation racing the reply
+	// (by a principal that listed the lease) finds it and releases it.
+	v.commitLease(l.ID, principal, l.Deadline)
+	committed = true
 	if err := v.store.Create(l, sealed); err != nil {
+		v.forget(l.ID)
 		if derr := v.keys.Destroy(l.ID); derr != nil {
 			v.log.Error("vault: cannot destroy the key of a failed grant", "lease", l.ID)
 		}
 		return CreateResult{}, v.fail(op, err)
 	}
 	crash.At(crash.GrantCommitted)
-	v.mu.Lock()
-	v.live[l.ID] = l.Deadline
-	v.mu.Unlock()
 	return CreateResult{Lease: l, Tokens: tokens}, nil
 }
 
