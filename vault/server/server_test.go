@@ -159,7 +159,7 @@ func (f *fixture) grant(t testing.TB, ps []seal.Pair) service.CreateResult {
 }
 
 func exportOf(tokens []string) []byte {
-	return []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+	return vaulttest.Export(tokens)
 }
 
 func (f *fixture) bind(t testing.TB, res service.CreateResult) {
@@ -313,6 +313,14 @@ func TestErrorsCrossTheSocket(t *testing.T) {
 	ex := exportOf(res.Tokens)
 	if err := f.c.Bind(ctx, res.Lease.ID, "evt:x", hexDigest("hmac-sha256:"), hexDigest("sha256:"), ex); !errors.Is(err, vaultapi.ErrInvalid) {
 		t.Errorf("Bind with a wrong digest: %v", err)
+	}
+	// A refused export crosses with its code and position.
+	r2 := f.grant(t, canaries(2, 1))
+	swapped := exportOf([]string{r2.Tokens[1], r2.Tokens[0]})
+	err = f.c.Bind(ctx, r2.Lease.ID, "evt:x", hexDigest("hmac-sha256:"), receipts.SHA256(swapped), swapped)
+	var ref *receipts.Refusal
+	if vaultapi.CodeOf(err) != receipts.PlanMismatch || !errors.As(err, &ref) || ref.Kind != "export" || ref.Part != 0 || ref.Line != 1 {
+		t.Errorf("Bind of a swapped export: %v (%+v)", err, ref)
 	}
 	// The profile gate crosses too.
 	t.Setenv("GOTRACEBACK", "crash")

@@ -355,8 +355,13 @@ func (v *Vault) WithMap(ctx context.Context, leaseID string, fn func(m *Map) err
 }
 
 // Bind binds a granted lease to its sealed cut after checking that
-// sha256(export) is exportDigest and that every issued token occurs in the
-// export. Only the lease's principal may bind it.
+// sha256(export) is exportDigest and that the export carries exactly this
+// lease's issuance (checkExport): every owner slot holds a token the lease
+// issued, of the slot's category; the distinct tokens first appear in
+// issuance order; every issued token appears. An export the reader cannot
+// read is MALFORMED_RECORD, a token that does not fit PLAN_MISMATCH, both
+// positioned (part, line, column, length) with a fixed reason. Only the
+// lease's principal may bind it.
 func (v *Vault) Bind(ctx context.Context, principal, leaseID, cutEvent, candidateDigest, exportDigest string, export []byte) error {
 	const op = "bind"
 	if err := v.gate(op); err != nil {
@@ -384,8 +389,8 @@ func (v *Vault) Bind(ctx context.Context, principal, leaseID, cutEvent, candidat
 	if err != nil {
 		return v.fail(op, err)
 	}
-	if !containsAll(export, tokens) {
-		return invalid(op, "export")
+	if err := checkExport(export, l.Namespace, tokens); err != nil {
+		return err
 	}
 	now := v.now()
 	n, err := v.store.Update(leaseID, func(cur lease.Lease) (lease.Lease, error) {

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base32"
@@ -348,14 +347,4 @@ func mapAAD(l *lease.Lease) []byte {
 	b = binary.BigEndian.AppendUint64(b, l.KeyEpoch)
 	b = binary.BigEndian.AppendUint64(b, uint64(l.CreatedAt.UnixNano()))
 	return binary.BigEndian.AppendUint64(b, uint64(l.Deadline.UnixNano()))
-}
-
-// containsAll reports whether every token occurs in b.
-func containsAll(b []byte, tokens []string) bool {
-	for _, t := range tokens {
-		if !bytes.Contains(b, []byte(t)) {
-			return false
-		}
-	}
-	return true
 }
