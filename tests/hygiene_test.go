@@ -77,12 +77,17 @@ func rehydrateCanaries(t testing.TB, c *client.Client, tag string, vals [][]byte
 		props[i] = `"` + cat + `":{"type":"string","x-privacycut-rehydrate":{"category":"` + cat + `","purpose":"dependency-triage","max":1}}`
 	}
 	schema := []byte(`{"type":"object","additionalProperties":false,"properties":{` + strings.Join(props, ",") + `}}`)
+	sd, err := rehydrate.ParseSchema(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sealed, err := c.Seal(bg, ps)
 	if err != nil {
 		t.Fatalf("seal: %v", err)
 	}
 	res, err := c.CreateLease(bg, vaultapi.CreateRequest{Run: "run-rh-" + tag, Attempt: 1, Target: "https://model.example/" + tag,
-		Purpose: "dependency-triage", SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: time.Hour, Values: sealed})
+		Purpose: "dependency-triage", SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: time.Hour, Values: sealed,
+		OutputSchemaDigest: sd.Digest()})
 	if err != nil {
 		t.Fatalf("grant: %v", err)
 	}

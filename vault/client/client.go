@@ -192,8 +192,9 @@ func (c *Client) CreateLease(ctx context.Context, req vaultapi.CreateRequest) (v
 		Run: req.Run, Attempt: req.Attempt, Target: req.Target, Purpose: req.Purpose,
 		SourceDigest: req.SourceDigest, Station: req.Station,
 		RemoteDeadlineS: req.RemoteDeadlineS, ReturnWindowS: req.ReturnWindowS,
-		LifetimeS: int64(req.Lifetime / time.Second),
-		Values:    rpc.SealedToWire(req.Values),
+		LifetimeS:          int64(req.Lifetime / time.Second),
+		Values:             rpc.SealedToWire(req.Values),
+		OutputSchemaDigest: req.OutputSchemaDigest,
 	}
 	r, err := c.c.CreateLease(ctx, pr)
 	if err != nil {

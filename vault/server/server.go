@@ -221,8 +221,9 @@ func (s *handler) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseReque
 		Run: req.Run, Attempt: req.Attempt, Target: req.Target, Purpose: req.Purpose,
 		SourceDigest: req.SourceDigest, Station: req.Station,
 		RemoteDeadlineS: req.RemoteDeadlineS, ReturnWindowS: req.ReturnWindowS,
-		Lifetime: time.Duration(req.LifetimeS) * time.Second,
-		Values:   values,
+		Lifetime:           time.Duration(req.LifetimeS) * time.Second,
+		Values:             values,
+		OutputSchemaDigest: req.OutputSchemaDigest,
 	}
 	res, err := s.v.CreateLease(ctx, principal(ctx), cr)
 	if err != nil {

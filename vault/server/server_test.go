@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/internal/rpc"
@@ -145,13 +146,28 @@ func canaries(n, size int) []seal.Pair {
 
 func (f *fixture) grant(t testing.TB, ps []seal.Pair) service.CreateResult {
 	t.Helper()
+	return f.grantSchema(t, ps, nil)
+}
+
+// grantSchema grants a lease bound to the digest of the output schema
+// document schema (none when nil).
+func (f *fixture) grantSchema(t testing.TB, ps []seal.Pair, schema []byte) service.CreateResult {
+	t.Helper()
+	digest := ""
+	if schema != nil {
+		s, err := rehydrate.ParseSchema(schema)
+		if err != nil {
+			t.Fatalf("ParseSchema: %v", err)
+		}
+		digest = s.Digest()
+	}
 	sealed, err := f.c.Seal(ctx, ps)
 	if err != nil {
 		t.Fatalf("Seal: %v", err)
 	}
 	res, err := f.c.CreateLease(ctx, service.CreateRequest{Run: "run-1", Attempt: 1, Target: "https://model.example/v1",
 		Purpose: "triage", SourceDigest: hexDigest("hmac-sha256:"), RemoteDeadlineS: 60, ReturnWindowS: 60,
-		Lifetime: 30 * time.Minute, Values: sealed})
+		Lifetime: 30 * time.Minute, Values: sealed, OutputSchemaDigest: digest})
 	if err != nil {
 		t.Fatalf("CreateLease: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/vaulttest"
@@ -121,8 +122,18 @@ func request(t testing.TB, v *Vault, pairs []seal.Pair) CreateRequest {
 	return CreateRequest{
 		Run: "run-1", Attempt: 1, Target: "https://model.example/v1/answer", Purpose: "dependency-triage",
 		SourceDigest: digest("hmac-sha256:"), RemoteDeadlineS: 600, ReturnWindowS: 600,
-		Lifetime: time.Hour, Values: sealed,
+		Lifetime: time.Hour, Values: sealed, OutputSchemaDigest: rhSchemaDigest(t),
 	}
+}
+
+// rhSchemaDigest is the digest of rhSchema, which the test leases bind.
+func rhSchemaDigest(t testing.TB) string {
+	t.Helper()
+	s, err := rehydrate.ParseSchema([]byte(rhSchema))
+	if err != nil {
+		t.Fatalf("rhSchema: %v", err)
+	}
+	return s.Digest()
 }
 
 func grant(t *testing.T, v *Vault, pairs []seal.Pair) CreateResult {

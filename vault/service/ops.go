@@ -100,7 +100,8 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 	l, err := lease.New(lease.Params{
 		ID: lease.FormatID(idb), Run: req.Run, Attempt: req.Attempt, Target: req.Target,
 		Purpose: req.Purpose, Namespace: b32.EncodeToString(nsb)[:10], SourceDigest: req.SourceDigest,
-		KeyEpoch: v.keys.Epoch(), Station: station, Principal: principal,
+		OutputSchemaDigest: req.OutputSchemaDigest,
+		KeyEpoch:           v.keys.Epoch(), Station: station, Principal: principal,
 		Lifetime: life, Need: need,
 	}, v.now(), v.opt.MaxLease)
 	if err != nil {

@@ -22,6 +22,10 @@ type CreateRequest struct {
 	ReturnWindowS   uint64 // the plan's return_window_s
 	Lifetime        time.Duration
 	Values          seal.Request // distinct pairs, sealed to Status.SealKey
+	// OutputSchemaDigest is the plan's output_schema_digest ("sha256:…"),
+	// bound into the lease: Rehydrate accepts only a schema of this
+	// digest. A lease granted without one accepts none.
+	OutputSchemaDigest string
 }
 
 // CreateResult is a granted lease and its tokens, in request order.
@@ -76,9 +80,9 @@ type RehydrateRequest struct {
 	// Claim is the claim tuple apart from the principal. Its ReturnDigest
 	// must be receipts.SHA256(Return).
 	Claim ClaimRequest
-	// Schema is the output schema document (rehydrate.ParseSchema). The
-	// vault does not know the plan's output_schema_digest: checking the
-	// schema against it is the caller's duty.
+	// Schema is the output schema document (rehydrate.ParseSchema). Its
+	// digest must be the output_schema_digest the lease was granted with
+	// (PLAN_MISMATCH otherwise, and for a lease granted without one).
 	Schema []byte
 	// Return is the quarantined answer, exactly as received.
 	Return []byte
