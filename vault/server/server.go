@@ -245,6 +245,20 @@ func (s *handler) Bind(ctx context.Context, req *vaultpb.BindRequest) (*vaultpb.
 	return &vaultpb.BindReply{}, nil
 }
 
+// Issued implements the Issued call.
+func (s *handler) Issued(ctx context.Context, req *vaultpb.IssuedRequest) (*vaultpb.IssuedReply, error) {
+	const op = "issued"
+	values, err := rpc.SealedFromWire(op, "values", req.Values)
+	if err != nil {
+		return nil, rpc.ToStatus(op, err)
+	}
+	out, err := s.v.Issued(ctx, principal(ctx), req.LeaseId, values, req.Tokens)
+	if err != nil {
+		return nil, rpc.ToStatus(op, err)
+	}
+	return &vaultpb.IssuedReply{Issued: out}, nil
+}
+
 func claimOf(req *vaultpb.ClaimRequest) vaultapi.ClaimRequest {
 	return vaultapi.ClaimRequest{Run: req.Run, Attempt: req.Attempt, Station: req.Station, ReturnDigest: req.ReturnDigest}
 }

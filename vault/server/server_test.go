@@ -523,3 +523,40 @@ func TestSealKeyCache(t *testing.T) {
 		t.Fatalf("CreateLease after the key was fetched again: %v", err)
 	}
 }
+
+// TestIssuedAcrossTheSocket: the verifier's question through the client:
+// the values cross sealed, the answer is one bool per pair, and a lease
+// that ended is LEASE_NOT_ACTIVE.
+func TestIssuedAcrossTheSocket(t *testing.T) {
+	f := start(t, Options{})
+	ps := canaries(3, 1)
+	res := f.grant(t, ps)
+	sealed, err := f.c.Seal(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.c.Issued(ctx, res.Lease.ID, sealed, res.Tokens)
+	if err != nil || !cmp.Equal(got, []bool{true, true, true}) {
+		t.Fatalf("Issued: %v, %v", got, err)
+	}
+	swapped := []string{res.Tokens[1], res.Tokens[0], res.Tokens[2]}
+	got, err = f.c.Issued(ctx, res.Lease.ID, sealed, swapped)
+	if err != nil || !cmp.Equal(got, []bool{false, false, true}) {
+		t.Fatalf("Issued of a swap: %v, %v", got, err)
+	}
+	if _, err := f.c.Issued(ctx, res.Lease.ID, sealed, res.Tokens[:1]); !errors.Is(err, vaultapi.ErrInvalid) {
+		t.Errorf("Issued with fewer tokens: %v", err)
+	}
+	if _, err := f.c.Revoke(ctx, res.Lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.c.Issued(ctx, res.Lease.ID, sealed, res.Tokens)
+	if vaultapi.CodeOf(err) != receipts.LeaseNotActive {
+		t.Errorf("Issued after revoke: %v", err)
+	}
+	for _, p := range ps {
+		if strings.Contains(err.Error(), string(p.Value)) {
+			t.Errorf("the refusal names a value")
+		}
+	}
+}
