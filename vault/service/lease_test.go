@@ -511,3 +511,90 @@ func containsStr(ss []string, s string) bool {
 	}
 	return false
 }
+
+// TestLeaseLimit: one principal holds at most MaxLeasesPerPrincipal live
+// leases, grants in progress included: one more is LIMIT_EXCEEDED (field
+// leases) and commits nothing; another principal is not held back; a
+// revocation, a consume or an expiry frees a place; the count survives a
+// restart; concurrent grants past the limit get exactly the places left.
+func TestLeaseLimit(t *testing.T) {
+	e := newEnv(t)
+	e.opt.MaxLeasesPerPrincipal = 2
+	v := e.open(t)
+	ps, vals := pairsOf("lim", 1)
+	a := grant(t, v, ps)
+	b := grant(t, v, ps)
+	_, err := v.CreateLease(ctx, principal, request(t, v, ps))
+	wantCode(t, err, receipts.LimitExceeded)
+	if e, ok := err.(*Error); !ok || e.Field != "leases" || strings.Contains(err.Error(), string(vals[0])) {
+		t.Errorf("refusal %v", err)
+	}
+	if infos, _ := v.List(ctx); len(infos) != 2 {
+		t.Errorf("a refused grant committed a lease: %d leases", len(infos))
+	}
+	if _, err := v.CreateLease(ctx, "uid:1000", request(t, v, ps)); err != nil {
+		t.Errorf("another principal: %v", err)
+	}
+	if _, err := v.Revoke(ctx, principal, a.Lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := grant(t, v, ps)
+	bind(t, v, c)
+	ret := digest("sha256:")
+	if _, err := v.Claim(ctx, principal, c.Lease.ID, claimReq(ret)); err != nil {
+		t.Fatal(err)
+	}
+	// CLAIMED counts as live.
+	_, err = v.CreateLease(ctx, principal, request(t, v, ps))
+	wantCode(t, err, receipts.LimitExceeded)
+	if _, err := v.Consume(ctx, principal, c.Lease.ID, claimReq(ret)); err != nil {
+		t.Fatal(err)
+	}
+	d := grant(t, v, ps)
+	if v.Held(principal) != 2 {
+		t.Errorf("held %d, want 2 (b, d)", v.Held(principal))
+	}
+	// The count survives a restart.
+	v.Close()
+	v = e.open(t)
+	_, err = v.CreateLease(ctx, principal, request(t, v, ps))
+	wantCode(t, err, receipts.LimitExceeded)
+	// Expiry frees both places.
+	e.clock.Add(2 * time.Hour)
+	if n, err := v.Sweep(); err != nil || n < 2 {
+		t.Fatalf("Sweep: %d expired, %v", n, err)
+	}
+	if v.Held(principal) != 0 {
+		t.Errorf("held %d after b and d expired", v.Held(principal))
+	}
+	_ = b
+	_ = d
+	// A grant refused after its place was reserved gives the place back.
+	short := request(t, v, ps)
+	short.Lifetime = time.Minute
+	_, err = v.CreateLease(ctx, principal, short)
+	wantCode(t, err, receipts.LeaseDurabilityInsufficient)
+	if v.Held(principal) != 0 {
+		t.Errorf("a refused grant kept its place: held %d", v.Held(principal))
+	}
+	// Concurrent grants: exactly the two places are taken.
+	var wg sync.WaitGroup
+	var won, refused atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			_, err := v.CreateLease(ctx, principal, request(t, v, ps))
+			switch CodeOf(err) {
+			case "":
+				if err == nil {
+					won.Add(1)
+				}
+			case receipts.LimitExceeded:
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 2 || refused.Load() != 6 {
+		t.Errorf("concurrent grants: %d won, %d refused; want 2 and 6", won.Load(), refused.Load())
+	}
+}

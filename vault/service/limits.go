@@ -10,10 +10,10 @@ import (
 // Defaults of the per-principal limits (Options).
 const (
 	// DefaultMaxLeasesPerPrincipal bounds the live leases of one principal.
-	DefaultMaxLeasesPerPrincipal = 256
+	DefaultMaxLeasesPerPrincipal = 1024
 	// DefaultMaxScratchPerPrincipal bounds the erasure proofs one principal
 	// runs at once.
-	DefaultMaxScratchPerPrincipal = 1
+	DefaultMaxScratchPerPrincipal = 2
 )
 
 // track records a live lease for the sweeper and counts it against its
