@@ -113,6 +113,8 @@ func (l Lease) badGrantField() string {
 		return "namespace"
 	case !validDigest(l.SourceDigest, hmacPrefix):
 		return "source_digest"
+	case l.OutputSchemaDigest != "" && !validDigest(l.OutputSchemaDigest, shaPrefix):
+		return "output_schema_digest"
 	case !ValidID(l.Station):
 		return "station"
 	case !ValidID(l.Principal):
@@ -187,6 +189,8 @@ func grantDiff(a, b Lease) string {
 		return "namespace"
 	case a.SourceDigest != b.SourceDigest:
 		return "source_digest"
+	case a.OutputSchemaDigest != b.OutputSchemaDigest:
+		return "output_schema_digest"
 	case a.KeyEpoch != b.KeyEpoch:
 		return "key_epoch"
 	case a.Station != b.Station:

@@ -78,14 +78,17 @@
 //	            "station": "station-a", "return_digest": "sha256:aaaa…"},
 //	  "seq": 4,
 //	  "updated_at": "2030-01-02T03:08:05Z",
-//	  "key_destroyed": true
+//	  "key_destroyed": true,
+//	  "output_schema_digest": "sha256:4444…"
 //	}
 //
 // seq is 4: bound, claimed, consumed, key destroyed. The full vector is
 // testdata/lease.golden.json. The claim of a lease that is later revoked or
 // expired is kept, so the record shows who held it. key_epoch is the epoch the
 // lease was granted under; a rotation re-wraps the data key in the key store
-// and does not change it.
+// and does not change it. output_schema_digest is the plan's, bound at grant
+// (absent from a lease granted without one): the one output schema its
+// rehydration may use.
 //
 // # Security properties
 //

@@ -31,6 +31,7 @@ func digest(prefix string, c byte) string { return prefix + strings.Repeat(strin
 var (
 	testID        = FormatID([16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
 	sourceDigest  = digest("hmac-sha256:", '1')
+	schemaDigest  = digest("sha256:", '4')
 	candDigest    = digest("hmac-sha256:", '2')
 	exportDigest  = digest("sha256:", '3')
 	returnDigestA = digest("sha256:", 'a')
@@ -40,18 +41,19 @@ var (
 
 func params() Params {
 	return Params{
-		ID:           testID,
-		Run:          "run-7",
-		Attempt:      1,
-		Target:       "https://model.example/v1/answer",
-		Purpose:      "dependency-triage",
-		Namespace:    "abcdefghij",
-		SourceDigest: sourceDigest,
-		KeyEpoch:     3,
-		Station:      "station-a",
-		Principal:    "uid:1000",
-		Lifetime:     lifetime,
-		Need:         30 * time.Minute,
+		ID:                 testID,
+		Run:                "run-7",
+		Attempt:            1,
+		Target:             "https://model.example/v1/answer",
+		Purpose:            "dependency-triage",
+		Namespace:          "abcdefghij",
+		SourceDigest:       sourceDigest,
+		OutputSchemaDigest: schemaDigest,
+		KeyEpoch:           3,
+		Station:            "station-a",
+		Principal:          "uid:1000",
+		Lifetime:           lifetime,
+		Need:               30 * time.Minute,
 	}
 }
 

@@ -60,6 +60,10 @@ type Lease struct {
 	Seq             uint64      `json:"seq"`              // +1 on every change of the record
 	UpdatedAt       time.Time   `json:"updated_at"`       // time of the last change, UTC
 	KeyDestroyed    bool        `json:"key_destroyed"`    // the data key has been destroyed
+	// OutputSchemaDigest is the plan's output_schema_digest, "sha256:<hex>",
+	// bound at grant: the only output schema a rehydration of this lease
+	// may use. "" (a lease granted without one) licenses no schema.
+	OutputSchemaDigest string `json:"output_schema_digest,omitempty"`
 }
 
 // Params are the fields of a new lease, all public. The vault draws ID and
@@ -72,9 +76,11 @@ type Params struct {
 	Purpose      string
 	Namespace    string
 	SourceDigest string
-	KeyEpoch     uint64
-	Station      string
-	Principal    string
+	// OutputSchemaDigest is the plan's output_schema_digest ("" for none).
+	OutputSchemaDigest string
+	KeyEpoch           uint64
+	Station            string
+	Principal          string
 	// Lifetime is the requested lifetime (> 0); New caps it at maxLifetime.
 	Lifetime time.Duration
 	// Need is remote_deadline_s + return_window_s of the plan (see NeedFor):
@@ -119,18 +125,19 @@ func New(p Params, now time.Time, maxLifetime time.Duration) (Lease, error) {
 		return Lease{}, invalid(op, "need")
 	}
 	l := Lease{
-		Schema:       Schema,
-		ID:           p.ID,
-		Run:          p.Run,
-		Attempt:      p.Attempt,
-		Target:       p.Target,
-		Purpose:      p.Purpose,
-		Namespace:    p.Namespace,
-		SourceDigest: p.SourceDigest,
-		KeyEpoch:     p.KeyEpoch,
-		Station:      p.Station,
-		Principal:    p.Principal,
-		State:        Active,
+		Schema:             Schema,
+		ID:                 p.ID,
+		Run:                p.Run,
+		Attempt:            p.Attempt,
+		Target:             p.Target,
+		Purpose:            p.Purpose,
+		Namespace:          p.Namespace,
+		SourceDigest:       p.SourceDigest,
+		OutputSchemaDigest: p.OutputSchemaDigest,
+		KeyEpoch:           p.KeyEpoch,
+		Station:            p.Station,
+		Principal:          p.Principal,
+		State:              Active,
 	}
 	if f := l.badGrantField(); f != "" {
 		return Lease{}, invalid(op, f)

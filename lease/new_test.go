@@ -46,7 +46,7 @@ func TestNewDeadline(t *testing.T) {
 			want := Lease{
 				Schema: Schema, ID: testID, Run: "run-7", Attempt: 1,
 				Target: "https://model.example/v1/answer", Purpose: "dependency-triage",
-				Namespace: "abcdefghij", SourceDigest: sourceDigest, KeyEpoch: 3,
+				Namespace: "abcdefghij", SourceDigest: sourceDigest, OutputSchemaDigest: schemaDigest, KeyEpoch: 3,
 				Station: "station-a", Principal: "uid:1000",
 				CreatedAt: base, Deadline: base.Add(tc.want), State: Active, UpdatedAt: base,
 			}
@@ -102,6 +102,7 @@ func TestNewInvalid(t *testing.T) {
 		{"namespace", func(p *Params, _ *time.Time, _ *time.Duration) { p.Namespace = "abcdefghi" }},
 		{"namespace", func(p *Params, _ *time.Time, _ *time.Duration) { p.Namespace = "abcdefghi1" }},
 		{"source_digest", func(p *Params, _ *time.Time, _ *time.Duration) { p.SourceDigest = exportDigest }},
+		{"output_schema_digest", func(p *Params, _ *time.Time, _ *time.Duration) { p.OutputSchemaDigest = sourceDigest }},
 		{"station", func(p *Params, _ *time.Time, _ *time.Duration) { p.Station = "a b" }},
 		{"principal", func(p *Params, _ *time.Time, _ *time.Duration) { p.Principal = "uid:\x7f" }},
 	}

@@ -74,7 +74,8 @@ func (p *Pipeline) reversibleSource(ctx context.Context, plan *receipts.Plan, in
 	return &vaultSource{p: p, req: vaultapi.CreateRequest{
 		Run: in.Run, Attempt: in.Attempt, Target: plan.Target, Purpose: plan.Purpose, Station: plan.Station,
 		RemoteDeadlineS: uint64(plan.RemoteDeadlineS), ReturnWindowS: uint64(plan.ReturnWindowS),
-		Lifetime: time.Duration(plan.RemoteDeadlineS+plan.ReturnWindowS) * time.Second,
+		Lifetime:           time.Duration(plan.RemoteDeadlineS+plan.ReturnWindowS) * time.Second,
+		OutputSchemaDigest: plan.OutputSchemaDigest,
 	}}, nil
 }
 

@@ -309,4 +309,8 @@ type RehydrationReceipt struct {
 	LabelDigest      string         `json:"label_digest"`
 	PurgeAt          string         `json:"purge_at"`
 	RehydratedAt     string         `json:"rehydrated_at"`
+	// OutputSchemaDigest is the digest of the output schema the
+	// rehydration used: the plan's output_schema_digest, which the lease
+	// bound at grant.
+	OutputSchemaDigest string `json:"output_schema_digest"`
 }

@@ -117,7 +117,8 @@
 //
 // [NewReceipt] builds RehydrationReceipt@1: cut event, lease reference,
 // return and final digests, substitutions per category, verifier and policy
-// revisions, the restored label digest, rehydrated_at and
+// revisions, the restored label digest, the digest of the output schema
+// used (output_schema_digest), rehydrated_at and
 //
 //	purge_at = min(source expiry, cut expiry, now + RetentionMax(retention))
 //

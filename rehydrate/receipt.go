@@ -42,6 +42,9 @@ type ReceiptInput struct {
 	CutExpiry        time.Time // the plan's expires_at
 	Retention        string    // the plan's retention profile
 	Now              time.Time // time of rehydration
+	// OutputSchemaDigest is the digest of the schema used (Schema.Digest),
+	// "sha256:…": the plan's output_schema_digest.
+	OutputSchemaDigest string
 
 	// EvidenceKey, when set, makes final_digest the keyed digest
 	// (hmac-sha256) of Result.Output instead of Result.FinalDigest, so that
@@ -73,6 +76,7 @@ func NewReceipt(in ReceiptInput) (receipts.RehydrationReceipt, error) {
 		!isDigest(in.LabelDigest, receipts.PrefixHMAC),
 		!isDigest(in.Result.ReturnDigest, receipts.PrefixSHA256),
 		!isDigest(in.Result.FinalDigest, receipts.PrefixSHA256),
+		!isDigest(in.OutputSchemaDigest, receipts.PrefixSHA256),
 		in.SourceExpiry.IsZero(), in.CutExpiry.IsZero(), in.Now.IsZero():
 		return zero, ErrReceiptInput
 	}
@@ -112,17 +116,18 @@ func NewReceipt(in ReceiptInput) (receipts.RehydrationReceipt, error) {
 		return zero, ErrPurgeElapsed
 	}
 	return receipts.RehydrationReceipt{
-		Schema:           receipts.SchemaRehydration,
-		CutEvent:         in.CutEvent,
-		Lease:            in.Lease,
-		ReturnDigest:     in.Result.ReturnDigest,
-		FinalDigest:      final,
-		Substitutions:    subs,
-		VerifierRevision: in.VerifierRevision,
-		PolicyRevision:   in.PolicyRevision,
-		LabelDigest:      in.LabelDigest,
-		PurgeAt:          purge.UTC().Format(time.RFC3339Nano),
-		RehydratedAt:     in.Now.UTC().Format(time.RFC3339Nano),
+		Schema:             receipts.SchemaRehydration,
+		CutEvent:           in.CutEvent,
+		Lease:              in.Lease,
+		ReturnDigest:       in.Result.ReturnDigest,
+		FinalDigest:        final,
+		Substitutions:      subs,
+		VerifierRevision:   in.VerifierRevision,
+		PolicyRevision:     in.PolicyRevision,
+		LabelDigest:        in.LabelDigest,
+		PurgeAt:            purge.UTC().Format(time.RFC3339Nano),
+		RehydratedAt:       in.Now.UTC().Format(time.RFC3339Nano),
+		OutputSchemaDigest: in.OutputSchemaDigest,
 	}, nil
 }
 

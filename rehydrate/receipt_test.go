@@ -57,6 +57,8 @@ func validInput(res Result) ReceiptInput {
 		CutExpiry:        t0.Add(10 * 24 * time.Hour),
 		Retention:        "session",
 		Now:              t0,
+		// The digest of the schema the rehydration used.
+		OutputSchemaDigest: "sha256:" + strings.Repeat("cd", 32),
 	}
 }
 
@@ -68,17 +70,18 @@ func TestNewReceipt(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := receipts.RehydrationReceipt{
-		Schema:           "RehydrationReceipt@1",
-		CutEvent:         in.CutEvent,
-		Lease:            in.Lease,
-		ReturnDigest:     res.ReturnDigest,
-		FinalDigest:      res.FinalDigest,
-		Substitutions:    map[string]int{"module": 1, "team": 1, "person": 1},
-		VerifierRevision: "verifier/1",
-		PolicyRevision:   "privacycut-policy/1",
-		LabelDigest:      in.LabelDigest,
-		PurgeAt:          "2030-01-03T03:04:05Z",
-		RehydratedAt:     "2030-01-02T03:04:05Z",
+		Schema:             "RehydrationReceipt@1",
+		CutEvent:           in.CutEvent,
+		Lease:              in.Lease,
+		ReturnDigest:       res.ReturnDigest,
+		FinalDigest:        res.FinalDigest,
+		Substitutions:      map[string]int{"module": 1, "team": 1, "person": 1},
+		VerifierRevision:   "verifier/1",
+		PolicyRevision:     "privacycut-policy/1",
+		LabelDigest:        in.LabelDigest,
+		PurgeAt:            "2030-01-03T03:04:05Z",
+		RehydratedAt:       "2030-01-02T03:04:05Z",
+		OutputSchemaDigest: in.OutputSchemaDigest,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("receipt (-want +got):\n%s", diff)
@@ -147,6 +150,8 @@ func TestNewReceiptRefuses(t *testing.T) {
 		{"value as label digest", func(in *ReceiptInput) { in.LabelDigest = canaryModule }, ErrReceiptInput},
 		{"keyed return digest", func(in *ReceiptInput) { in.Result.ReturnDigest = in.LabelDigest }, ErrReceiptInput},
 		{"missing final digest", func(in *ReceiptInput) { in.Result.FinalDigest = "" }, ErrReceiptInput},
+		{"missing schema digest", func(in *ReceiptInput) { in.OutputSchemaDigest = "" }, ErrReceiptInput},
+		{"keyed schema digest", func(in *ReceiptInput) { in.OutputSchemaDigest = in.LabelDigest }, ErrReceiptInput},
 		{"token as substitution category", func(in *ReceiptInput) { in.Result.Substitutions = map[string]int{f.mod: 1} }, ErrReceiptInput},
 		{"credential substitutions", func(in *ReceiptInput) { in.Result.Substitutions = map[string]int{"credential": 1} }, ErrReceiptInput},
 		{"negative count", func(in *ReceiptInput) { in.Result.Substitutions = map[string]int{"module": -1} }, ErrReceiptInput},

@@ -217,7 +217,7 @@ func (dr *driver) grant(short bool) {
 		return
 	}
 	dr.g.ack(res.Lease)
-	ex := []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(res.Tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+	ex := vaulttest.Export(res.Tokens)
 	dr.g.facts[res.Lease.ID] = &facts{tokens: res.Tokens, export: ex, cutEvent: "evt:c3-" + randHex(8),
 		candidate: "hmac-sha256:" + randHex(32),
 		claim:     vaultapi.ClaimRequest{Run: "run-c3", Attempt: 1, Station: service.DefaultStation, ReturnDigest: "sha256:" + randHex(32)}}

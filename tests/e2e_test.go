@@ -2,9 +2,11 @@ package tests
 
 import (
 	"bytes"
+	"encoding/base32"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -256,6 +258,18 @@ func TestK2VerifiedPurge(t *testing.T) {
 		t.Fatalf("negative control: before the revocation the map must decrypt: %+v", control)
 	}
 	e.c.must(0, "lease", "revoke", refA, "--json")
+	// The forgery that proved erasure of a live lease: one byte of B's map
+	// flipped and the trailer recomputed as a plain SHA-256. The keyed
+	// check refuses it (exit 4, not proven), for B and for A alike.
+	forged := filepath.Join(e.work, "forged.backup")
+	if err := os.WriteFile(forged, vaulttest.Resum(flipMap(t, raw, refB)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{refB, refA} {
+		if f := e.proveErasure(4, forged, ref, ""); f.Proven || f.BackupVerified || f.Reason != vaultapi.ReasonBackupCorrupt {
+			t.Errorf("edited backup: %+v", f)
+		}
+	}
 	rep := e.proveErasure(0, bk, refA, refB)
 	if !rep.Proven || rep.Destroyed.Decrypts || rep.Destroyed.Code != receipts.LeaseUnrecoverable || !rep.Destroyed.MapInBackup ||
 		rep.Live == nil || !rep.Live.Decrypts {
@@ -274,9 +288,37 @@ func TestK2VerifiedPurge(t *testing.T) {
 	if r, _ := e.rehydrate(bA, refA); r.code != 3 || !hasCode(refusalCodes(r.stdout), receipts.LeaseNotActive) {
 		t.Errorf("rehydrating the purged lease: %v", r)
 	}
+	// A live lease whose wrapped key is deleted by hand is not erased.
+	_, refC := e.prepare()
+	bkC := e.backup("with-c.backup")
+	if err := os.Remove(filepath.Join(e.d.Keys, "dek", strings.TrimPrefix(refC, "pcl:")+"."+strconv.FormatUint(rot.Epoch, 10))); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.proveErasure(4, bkC, refC, ""); r.Proven || r.Reason != vaultapi.ReasonNotTerminal || r.Destroyed.WrappedKey {
+		t.Errorf("deleted key, lease ACTIVE: %+v", r)
+	}
+	e.c.must(0, "lease", "revoke", refC, "--json")
 	scan := e.scanClean()
-	t.Logf("figures: backup of %d bytes holds no key (%d keys compared); control exit 4, proof exit 0 (%s: %s), after rotation to epoch %d still proven; %d bytes scanned clean",
-		len(raw), len(mat.All()), rep.Destroyed.Code, rep.Destroyed.Reason, rot.Epoch, scan.bytes)
+	t.Logf("figures: backup of %d bytes holds no key (%d keys compared); control exit 4, edited backup exit 4 (%s), proof exit 0 (%s: %s), after rotation to epoch %d still proven; %d bytes scanned clean",
+		len(raw), len(mat.All()), vaultapi.ReasonBackupCorrupt, rep.Destroyed.Code, rep.Destroyed.Reason, rot.Epoch, scan.bytes)
+}
+
+// flipMap returns a copy of a backup stream with one byte of the sealed map
+// of lease ref flipped, found by the documented format: an 'M' record is
+// the kind byte, the 16 bytes of the lease id, a 4-byte length, the map.
+func flipMap(t *testing.T, backup []byte, ref string) []byte {
+	t.Helper()
+	id, err := base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).DecodeString(strings.TrimPrefix(ref, "pcl:"))
+	if err != nil || len(id) != 16 {
+		t.Fatalf("lease id %s: %v", ref, err)
+	}
+	at := bytes.Index(backup, append([]byte{'M'}, id...))
+	if at < 0 {
+		t.Fatalf("no map of %s in the backup", ref)
+	}
+	out := bytes.Clone(backup)
+	out[at+21+30] ^= 1
+	return out
 }
 
 // TestK5KeyStoreLoss: with the key directory deleted, or one wrapped key

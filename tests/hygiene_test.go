@@ -21,6 +21,7 @@ import (
 	"github.com/privacycut/privacycut/vault/seal"
 	"github.com/privacycut/privacycut/vault/service"
 	"github.com/privacycut/privacycut/vault/vaultapi"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
 // loadCanaries grants a lease over fresh canary values through c, binds and
@@ -49,7 +50,7 @@ func loadCanaries(t testing.TB, c *client.Client, tag string) (string, vaultapi.
 			break
 		}
 		first = res.Lease.ID
-		ex := []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(res.Tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+		ex := vaulttest.Export(res.Tokens)
 		if err := c.Bind(bg, first, "evt:"+tag, "hmac-sha256:"+randHex(32), receipts.SHA256(ex), ex); err != nil {
 			t.Fatalf("bind: %v", err)
 		}
@@ -76,16 +77,21 @@ func rehydrateCanaries(t testing.TB, c *client.Client, tag string, vals [][]byte
 		props[i] = `"` + cat + `":{"type":"string","x-privacycut-rehydrate":{"category":"` + cat + `","purpose":"dependency-triage","max":1}}`
 	}
 	schema := []byte(`{"type":"object","additionalProperties":false,"properties":{` + strings.Join(props, ",") + `}}`)
+	sd, err := rehydrate.ParseSchema(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sealed, err := c.Seal(bg, ps)
 	if err != nil {
 		t.Fatalf("seal: %v", err)
 	}
 	res, err := c.CreateLease(bg, vaultapi.CreateRequest{Run: "run-rh-" + tag, Attempt: 1, Target: "https://model.example/" + tag,
-		Purpose: "dependency-triage", SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: time.Hour, Values: sealed})
+		Purpose: "dependency-triage", SourceDigest: "hmac-sha256:" + randHex(32), Lifetime: time.Hour, Values: sealed,
+		OutputSchemaDigest: sd.Digest()})
 	if err != nil {
 		t.Fatalf("grant: %v", err)
 	}
-	ex := []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(res.Tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+	ex := vaulttest.Export(res.Tokens)
 	if err := c.Bind(bg, res.Lease.ID, "evt:rh-"+tag, "hmac-sha256:"+randHex(32), receipts.SHA256(ex), ex); err != nil {
 		t.Fatalf("bind: %v", err)
 	}

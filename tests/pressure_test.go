@@ -107,7 +107,7 @@ func runPressure(t *testing.T) pressure {
 				case err == nil:
 					pr.acked++
 					g.ack(res.Lease)
-					ex := []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(res.Tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+					ex := vaulttest.Export(res.Tokens)
 					g.facts[res.Lease.ID] = &facts{tokens: res.Tokens, export: ex, cutEvent: "evt:r1-" + randHex(8), candidate: "hmac-sha256:" + randHex(32),
 						claim: vaultapi.ClaimRequest{Run: "run-r1", Attempt: uint32(w + 1), Station: service.DefaultStation, ReturnDigest: "sha256:" + randHex(32)}}
 				case code != "":

@@ -6,14 +6,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
-// TestFlagValues: a zero or negative --max-lease or --arena-size is a usage
-// error (exit 2) before anything is created; before, either fell back to
-// its default, so --max-lease 0s gave the longest lease.
+// TestFlagValues: a zero or negative --max-lease, --arena-size or
+// per-uid limit is a usage error (exit 2) before anything is created, not
+// its default (--max-lease 0s would give the longest lease).
 func TestFlagValues(t *testing.T) {
 	for _, flags := range [][]string{
 		{"--max-lease", "0s"}, {"--max-lease", "-1h"}, {"--arena-size", "0"}, {"--arena-size", "-5"},
+		{"--max-leases-per-uid", "0"}, {"--max-erasure-proofs-per-uid", "-1"},
 	} {
 		t.Run(strings.Join(flags, " "), func(t *testing.T) {
 			d := t.TempDir()
@@ -28,4 +33,28 @@ func TestFlagValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLeaseLimitFlag: vaultd --max-leases-per-uid 1 grants one live lease
+// to a uid and refuses the next with LIMIT_EXCEEDED across the socket,
+// until the first is revoked.
+func TestLeaseLimitFlag(t *testing.T) {
+	d := newDaemon(t, false)
+	d.Args = []string{"--max-leases-per-uid", "1"}
+	d.Start()
+	c := d.client()
+	ps, vals := canaryPairs("lim", 1)
+	res := grant(t, c, ps, false)
+	sealed, err := c.Seal(bg, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CreateLease(bg, createReq(sealed, time.Hour))
+	if vaultapi.CodeOf(err) != receipts.LimitExceeded || strings.Contains(err.Error(), string(vals[0])) {
+		t.Fatalf("second grant: %v, want LIMIT_EXCEEDED", err)
+	}
+	if _, err := c.Revoke(bg, res.Lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	grant(t, c, ps, false)
 }

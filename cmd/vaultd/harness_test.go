@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -245,7 +244,7 @@ func grant(t *testing.T, c *client.Client, ps []seal.Pair, bind bool) vaultapi.C
 }
 
 func exportOf(tokens []string) []byte {
-	return []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+	return vaulttest.Export(tokens)
 }
 
 func bindLease(t *testing.T, c *client.Client, res vaultapi.CreateResult) {

@@ -4,6 +4,7 @@
 //
 //	vaultd --state-dir D --key-dir K --socket S [--station NAME]
 //	       [--max-lease DUR] [--arena-size BYTES] [--allow-uid UID]...
+//	       [--max-leases-per-uid N] [--max-erasure-proofs-per-uid N]
 //
 // Start-up order: create the arena, open the store and the key directory,
 // run boot recovery, harden the process (RLIMIT_CORE 0, PR_SET_DUMPABLE 0)
@@ -58,7 +59,7 @@ func (u *uidList) Set(v string) error {
 	return nil
 }
 
-const usage = "usage: vaultd --state-dir D --key-dir K --socket S [--station NAME] [--max-lease DUR] [--arena-size BYTES] [--allow-uid UID]..."
+const usage = "usage: vaultd --state-dir D --key-dir K --socket S [--station NAME] [--max-lease DUR] [--arena-size BYTES] [--allow-uid UID]... [--max-leases-per-uid N] [--max-erasure-proofs-per-uid N]"
 
 func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vaultd", flag.ContinueOnError)
@@ -71,6 +72,10 @@ func run(args []string, stderr io.Writer) int {
 	arenaSize := fs.Int("arena-size", service.DefaultArenaSize, "secret arena size in `bytes` (within RLIMIT_MEMLOCK)")
 	var allow uidList
 	fs.Var(&allow, "allow-uid", "`uid` allowed to connect (repeatable; default: vaultd's own uid)")
+	maxLeases := fs.Int("max-leases-per-uid", service.DefaultMaxLeasesPerPrincipal,
+		"live (ACTIVE or CLAIMED) leases one peer uid may hold; one more grant is LIMIT_EXCEEDED")
+	maxProofs := fs.Int("max-erasure-proofs-per-uid", service.DefaultMaxScratchPerPrincipal,
+		"erasure proofs (each a backup in memory and a scratch store) one peer uid may run at once; one more is LIMIT_EXCEEDED")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -88,6 +93,14 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vaultd: --arena-size must be positive")
 		return 2
 	}
+	if *maxLeases <= 0 {
+		fmt.Fprintln(stderr, "vaultd: --max-leases-per-uid must be positive")
+		return 2
+	}
+	if *maxProofs <= 0 {
+		fmt.Fprintln(stderr, "vaultd: --max-erasure-proofs-per-uid must be positive")
+		return 2
+	}
 	// SIGQUIT is caught before the vault opens: the runtime's default
 	// action prints every goroutine's stack and arguments (the "all"
 	// traceback the profile refuses as a GOTRACEBACK), and any process of
@@ -101,6 +114,7 @@ func run(args []string, stderr io.Writer) int {
 	opt := service.Options{
 		StateDir: *stateDir, KeyDir: *keyDir, Station: *station, MaxLease: *maxLease,
 		ArenaSize: *arenaSize, Logger: log, ForceArenaFallback: crash.ForceArenaFallback(),
+		MaxLeasesPerPrincipal: *maxLeases, MaxScratchPerPrincipal: *maxProofs,
 	}
 	if off := crash.ClockOffset(); off != 0 {
 		opt.Now = func() time.Time { return time.Now().Add(off) }

@@ -192,8 +192,9 @@ func (c *Client) CreateLease(ctx context.Context, req vaultapi.CreateRequest) (v
 		Run: req.Run, Attempt: req.Attempt, Target: req.Target, Purpose: req.Purpose,
 		SourceDigest: req.SourceDigest, Station: req.Station,
 		RemoteDeadlineS: req.RemoteDeadlineS, ReturnWindowS: req.ReturnWindowS,
-		LifetimeS: int64(req.Lifetime / time.Second),
-		Values:    rpc.SealedToWire(req.Values),
+		LifetimeS:          int64(req.Lifetime / time.Second),
+		Values:             rpc.SealedToWire(req.Values),
+		OutputSchemaDigest: req.OutputSchemaDigest,
 	}
 	r, err := c.c.CreateLease(ctx, pr)
 	if err != nil {
@@ -217,6 +218,30 @@ func (c *Client) Bind(ctx context.Context, leaseID, cutEvent, candidateDigest, e
 	_, err := c.c.Bind(ctx, &vaultpb.BindRequest{LeaseId: leaseID, CutEvent: cutEvent,
 		CandidateDigest: candidateDigest, ExportDigest: exportDigest, Export: export})
 	return rpc.FromStatus("bind", err)
+}
+
+// Issued asks the vault, for each (category, value) pair of values (sealed
+// with Seal, exactly as a grant's), whether tokens[i] is the token the lease
+// issued for it: the reversible-token check a verifier makes. The values
+// never cross the socket in clear; the answer is one bool per pair. Only
+// the lease's principal may ask, and only while the lease is ACTIVE or
+// CLAIMED (LEASE_NOT_ACTIVE after).
+func (c *Client) Issued(ctx context.Context, leaseID string, values seal.Request, tokens []string) ([]bool, error) {
+	const op = "issued"
+	r, err := c.c.Issued(ctx, &vaultpb.IssuedRequest{LeaseId: leaseID, Values: rpc.SealedToWire(values), Tokens: tokens})
+	if err != nil {
+		err = rpc.FromStatus(op, err)
+		if errors.Is(err, vaultapi.ErrStaleKey) {
+			c.mu.Lock()
+			c.sealKey = [seal.KeySize]byte{}
+			c.mu.Unlock()
+		}
+		return nil, err
+	}
+	if len(r.Issued) != len(tokens) {
+		return nil, vaultapi.Fail(op, vaultapi.ErrInternal)
+	}
+	return r.Issued, nil
 }
 
 func claimMsg(leaseID string, req vaultapi.ClaimRequest) *vaultpb.ClaimRequest {

@@ -1,5 +1,5 @@
 // Package client is the Go client of vaultd: it dials the vault's unix
-// socket and makes its calls (Status, Seal, CreateLease, Bind, Claim,
+// socket and makes its calls (Status, Seal, CreateLease, Bind, Issued, Claim,
 // Consume, Revoke, List, Show, Backup, Restore, Rotate, ProveErasure,
 // SealEvidenceKey, Rehydrate). It links neither the vault service nor its
 // Badger store: its requests, results and errors are package vaultapi's.

@@ -7,6 +7,7 @@
 //	<key dir>/              0700
 //	  current               the current epoch, decimal, one line ("3\n")
 //	  epoch-<n>.key         32 random bytes, 0600: the key of epoch n
+//	  backup.key            32 random bytes, 0600: the backup key
 //	  dek/                  0700
 //	    <lease>.<n>         72 bytes, 0600: lease's data key wrapped under epoch n
 //
@@ -16,7 +17,15 @@
 //
 //	"privacycut/dek/v1" ‖ lease id ("pcl:…", 30 bytes) ‖ n (8 bytes, big-endian)
 //
-// so a wrap authenticates only for its own lease and epoch. Every write is
+// so a wrap authenticates only for its own lease and epoch. The backup key
+// keys the integrity check of backups of the state directory (package
+// vault/store): HMAC-SHA256 under it, and its public id, the first 16
+// bytes of HMAC-SHA256(backup key, "privacycut/backup-key-id/v1"), which a
+// backup names. It is created when the directory is first opened for
+// writing and is not rotated: backups stay verifiable across rotations.
+// Losing the key directory loses it too; a backup taken before then can no
+// longer be verified (nor, its data keys being gone, decrypted), and is
+// refused by Restore and proves no erasure. Every write is
 // temp file (O_EXCL, 0600) → write → fsync → rename → fsync(dir); every
 // destruction is overwrite with random bytes → fdatasync → unlink →
 // fsync(dir).

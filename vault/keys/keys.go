@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/internal/verr"
 	"golang.org/x/crypto/chacha20poly1305"
-	"golang.org/x/sys/unix"
 )
 
 // Sizes of the key material and of the files holding it.
@@ -91,6 +89,9 @@ type Dir struct {
 	epoch  uint64
 	kek    *arena.Secret // current epoch key, in the arena; nil when unavailable
 	kekErr error         // why kek is nil
+	bkey   *arena.Secret // the backup key, in the arena; nil when unavailable
+	bkID   [BackupKeyIDSize]byte
+	bkErr  error // why bkey is nil
 
 	// stop, when set by a test of this package, is asked at every rotation
 	// step (a halt value); a non-nil error makes Rotate return at once,
@@ -129,10 +130,12 @@ func Open(path string, opt Options) (*Dir, error) {
 		return nil, err
 	}
 	d.loadKEK()
+	d.loadBackupKey()
 	return d, nil
 }
 
 func (d *Dir) openReadOnly() error {
+	d.loadBackupKey()
 	c, ok := readPointer(d.path)
 	if !ok {
 		d.kekErr = newError("open", 0, ErrUnavailable, nil)
@@ -280,34 +283,7 @@ func (d *Dir) loadKEK() {
 }
 
 // readKey reads epoch key e from its file into a new arena secret.
-func (d *Dir) readKey(e uint64) (*arena.Secret, error) {
-	f, err := os.OpenFile(filepath.Join(d.path, epochName(e)), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, newError("open", e, ErrIO, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, newError("open", e, ErrIO, err)
-	}
-	if !fi.Mode().IsRegular() || fi.Size() != KeySize {
-		return nil, newError("open", e, ErrCorrupt, nil)
-	}
-	s, err := d.a.Alloc(KeySize)
-	if err != nil {
-		return nil, err
-	}
-	// read(2) straight into arena memory: the key never passes a heap buffer.
-	err = s.Fill(func(dst []byte) error {
-		_, err := io.ReadFull(f, dst)
-		return err
-	})
-	if err != nil {
-		s.Wipe()
-		return nil, newError("open", e, ErrIO, err)
-	}
-	return s, nil
-}
+func (d *Dir) readKey(e uint64) (*arena.Secret, error) { return d.readKeyFile(epochName(e), e) }
 
 // createEpoch generates epoch key e in the arena and writes it durably.
 func (d *Dir) createEpoch(e uint64) error {
@@ -321,14 +297,7 @@ func (d *Dir) createEpoch(e uint64) error {
 
 // writeKey writes the arena secret s as epoch key e (write(2) straight from
 // arena memory).
-func (d *Dir) writeKey(e uint64, s *arena.Secret) error {
-	return writeDurable(d.path, epochName(e), false, func(f *os.File) error {
-		return s.Reveal(func(b []byte) error {
-			_, err := f.Write(b)
-			return err
-		})
-	})
-}
+func (d *Dir) writeKey(e uint64, s *arena.Secret) error { return d.writeKeyFile(epochName(e), s) }
 
 // NewKey returns KeySize fresh random bytes in the arena: a data key.
 func (d *Dir) NewKey() (*arena.Secret, error) {
@@ -633,7 +602,12 @@ func (d *Dir) Close() error {
 		d.kek.Wipe()
 		d.kek = nil
 	}
+	if d.bkey != nil {
+		d.bkey.Wipe()
+		d.bkey = nil
+	}
 	d.kekErr = newError("close", d.epoch, ErrUnavailable, nil)
+	d.bkErr = d.kekErr
 	return nil
 }
 

@@ -122,6 +122,7 @@ func TestOpenCreatesFirstEpoch(t *testing.T) {
 		"dek":         os.ModeDir | 0o700,
 		"current":     0o600,
 		"epoch-7.key": 0o600,
+		"backup.key":  0o600,
 	}
 	if diff := cmp.Diff(want, files(t, dir)); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)

@@ -13,7 +13,7 @@ func BenchmarkRehydrateSocket(b *testing.B) {
 	ek := newEvidenceKey(b)
 	schema := rhSchema("triage", 1<<20)
 	fresh := func() ([]byte, string) {
-		res := f.grant(b, rhPairs())
+		res := f.grantSchema(b, rhPairs(), schema)
 		f.bind(b, res)
 		var d rhDoc
 		note := "The HTTP/2 rapid reset (GO-2023-2102) affects every server built from this module; owner noted in " + res.Tokens[0] + "."

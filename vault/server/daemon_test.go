@@ -14,6 +14,7 @@ import (
 	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/seal"
@@ -79,16 +80,21 @@ func wrapsOf(d *vaulttest.Daemon, id string) []string {
 }
 
 // daemonGrant grants and binds a lease over ps through c, with the
-// purpose the test schemas mark.
+// purpose the test schemas mark, bound to the daemon tests' schema,
+// rhSchema("dependency-triage", 3).
 func daemonGrant(t *testing.T, c *client.Client, ps []seal.Pair) service.CreateResult {
 	t.Helper()
+	schema, err := rehydrate.ParseSchema(rhSchema("dependency-triage", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
 	sealed, err := c.Seal(ctx, ps)
 	if err != nil {
 		t.Fatalf("Seal: %v", err)
 	}
 	res, err := c.CreateLease(ctx, service.CreateRequest{Run: "run-1", Attempt: 1, Target: "https://model.example/v1",
 		Purpose: "dependency-triage", SourceDigest: hexDigest("hmac-sha256:"), RemoteDeadlineS: 60, ReturnWindowS: 60,
-		Lifetime: time.Hour, Values: sealed})
+		Lifetime: time.Hour, Values: sealed, OutputSchemaDigest: schema.Digest()})
 	if err != nil {
 		t.Fatalf("CreateLease: %v", err)
 	}

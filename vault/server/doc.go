@@ -1,7 +1,7 @@
 // Package server is vaultd's gRPC server over a unix socket: it serves a
 // service.Vault to the clients of package vault/client.
 //
-// Calls: Status, CreateLease, Bind, Claim, Consume, Revoke, List, Show,
+// Calls: Status, CreateLease, Bind, Issued, Claim, Consume, Revoke, List, Show,
 // Backup (server stream), Restore (client stream), Rotate, ProveErasure
 // (client stream) and Rehydrate (both directions streamed). The wire
 // format (vault/internal/vaultpb) never appears in an exported signature;

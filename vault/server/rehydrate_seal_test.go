@@ -89,7 +89,7 @@ func TestRehydrateReplySealed(t *testing.T) {
 	ek := newEvidenceKey(t)
 	ps := rhPairs()
 	canaries := [][]byte{ps[0].Value, ps[1].Value}
-	res := f.grant(t, ps)
+	res := f.grantSchema(t, ps, rhSchema("triage", 1<<20))
 	f.bind(t, res)
 	note := strings.Repeat("prose ", 200)
 	var d, w rhDoc
@@ -168,7 +168,7 @@ func TestRehydrateOutputKeyRefused(t *testing.T) {
 	f := start(t, Options{})
 	ek := newEvidenceKey(t)
 	ps := rhPairs()
-	res := f.grant(t, ps)
+	res := f.grantSchema(t, ps, rhSchema("triage", 1))
 	f.bind(t, res)
 	ret := rhDoc{Items: []rhItem{{Owner: res.Tokens[0], Team: res.Tokens[1]}}}.bytes(t)
 	req := rhRequest(t, f.c, res.Lease.ID, rhSchema("triage", 1), ret, ek)

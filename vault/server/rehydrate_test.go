@@ -111,9 +111,9 @@ func TestRehydrateRoundTrip(t *testing.T) {
 	f := start(t, Options{})
 	ek := newEvidenceKey(t)
 	ps := rhPairs()
-	res := f.grant(t, ps)
-	f.bind(t, res)
 	schema := rhSchema("triage", 2)
+	res := f.grantSchema(t, ps, schema)
+	f.bind(t, res)
 
 	// A refusal first: an exact token in prose.
 	bad := rhDoc{Items: []rhItem{{Owner: res.Tokens[0]}, {Note: res.Tokens[1]}}}.bytes(t)
@@ -142,7 +142,7 @@ func TestRehydrateRoundTrip(t *testing.T) {
 	}
 
 	// An honest return on a fresh lease.
-	res = f.grant(t, ps)
+	res = f.grantSchema(t, ps, schema)
 	f.bind(t, res)
 	ret := rhDoc{Items: []rhItem{{Owner: res.Tokens[0], Team: res.Tokens[1], Note: "upgrade"}, {Owner: res.Tokens[0]}}}.bytes(t)
 	out, err := f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, schema, ret, ek))
@@ -154,6 +154,7 @@ func TestRehydrateRoundTrip(t *testing.T) {
 		t.Errorf("output %s, want %s", out.Output, want)
 	}
 	if out.Receipt.FinalDigest != ek.HMAC(want) || out.Receipt.ReturnDigest != receipts.SHA256(ret) ||
+		out.Receipt.OutputSchemaDigest != res.Lease.OutputSchemaDigest || out.Receipt.OutputSchemaDigest == "" ||
 		!cmp.Equal(out.Receipt.Substitutions, map[string]int{"module": 2, "team": 1}) {
 		t.Errorf("receipt %+v", out.Receipt)
 	}
@@ -165,7 +166,7 @@ func TestRehydrateRoundTrip(t *testing.T) {
 		t.Errorf("replay: %v", err)
 	}
 	// A schema refusal carries a refusal of kind schema.
-	res = f.grant(t, ps)
+	res = f.grantSchema(t, ps, schema)
 	f.bind(t, res)
 	_, err = f.c.Rehydrate(ctx, rhRequest(t, f.c, res.Lease.ID, []byte(`{"type":"integer"}`), ret, ek))
 	var se *receipts.Refusal
@@ -180,7 +181,7 @@ func TestRehydrateLargeReturn(t *testing.T) {
 	f := start(t, Options{})
 	ek := newEvidenceKey(t)
 	ps := rhPairs()
-	res := f.grant(t, ps)
+	res := f.grantSchema(t, ps, rhSchema("triage", 1<<20))
 	f.bind(t, res)
 	note := strings.Repeat("prose ", 1000)
 	var d, w rhDoc
@@ -204,9 +205,9 @@ func TestRehydrateConcurrentAPI(t *testing.T) {
 	f := start(t, Options{})
 	ek := newEvidenceKey(t)
 	ps := rhPairs()
-	res := f.grant(t, ps)
-	f.bind(t, res)
 	schema := rhSchema("triage", 4)
+	res := f.grantSchema(t, ps, schema)
+	f.bind(t, res)
 	const n = 8
 	reqs := make([]service.RehydrateRequest, n)
 	for i := range n {
@@ -258,7 +259,7 @@ func TestRehydrateConcurrentAPI(t *testing.T) {
 func TestRehydrateStreamChecks(t *testing.T) {
 	f := start(t, Options{})
 	ek := newEvidenceKey(t)
-	res := f.grant(t, rhPairs())
+	res := f.grantSchema(t, rhPairs(), rhSchema("triage", 1))
 	f.bind(t, res)
 	ret := rhDoc{Items: []rhItem{{Owner: res.Tokens[0]}}}.bytes(t)
 	req := rhRequest(t, f.c, res.Lease.ID, rhSchema("triage", 1), ret, ek)

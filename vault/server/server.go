@@ -221,8 +221,9 @@ func (s *handler) CreateLease(ctx context.Context, req *vaultpb.CreateLeaseReque
 		Run: req.Run, Attempt: req.Attempt, Target: req.Target, Purpose: req.Purpose,
 		SourceDigest: req.SourceDigest, Station: req.Station,
 		RemoteDeadlineS: req.RemoteDeadlineS, ReturnWindowS: req.ReturnWindowS,
-		Lifetime: time.Duration(req.LifetimeS) * time.Second,
-		Values:   values,
+		Lifetime:           time.Duration(req.LifetimeS) * time.Second,
+		Values:             values,
+		OutputSchemaDigest: req.OutputSchemaDigest,
 	}
 	res, err := s.v.CreateLease(ctx, principal(ctx), cr)
 	if err != nil {
@@ -242,6 +243,20 @@ func (s *handler) Bind(ctx context.Context, req *vaultpb.BindRequest) (*vaultpb.
 		return nil, rpc.ToStatus("bind", err)
 	}
 	return &vaultpb.BindReply{}, nil
+}
+
+// Issued implements the Issued call.
+func (s *handler) Issued(ctx context.Context, req *vaultpb.IssuedRequest) (*vaultpb.IssuedReply, error) {
+	const op = "issued"
+	values, err := rpc.SealedFromWire(op, "values", req.Values)
+	if err != nil {
+		return nil, rpc.ToStatus(op, err)
+	}
+	out, err := s.v.Issued(ctx, principal(ctx), req.LeaseId, values, req.Tokens)
+	if err != nil {
+		return nil, rpc.ToStatus(op, err)
+	}
+	return &vaultpb.IssuedReply{Issued: out}, nil
 }
 
 func claimOf(req *vaultpb.ClaimRequest) vaultapi.ClaimRequest {
@@ -427,7 +442,7 @@ func (s *handler) ProveErasure(ss grpc.ClientStreamingServer[vaultpb.ProveErasur
 		}
 		return m.Data, nil
 	}}
-	rep, err := s.v.ProveErasure(r, first.DestroyedLease, first.LiveLease)
+	rep, err := s.v.ProveErasure(principal(ss.Context()), r, first.DestroyedLease, first.LiveLease)
 	if err != nil {
 		return rpc.ToStatus(op, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/internal/rpc"
@@ -145,13 +146,28 @@ func canaries(n, size int) []seal.Pair {
 
 func (f *fixture) grant(t testing.TB, ps []seal.Pair) service.CreateResult {
 	t.Helper()
+	return f.grantSchema(t, ps, nil)
+}
+
+// grantSchema grants a lease bound to the digest of the output schema
+// document schema (none when nil).
+func (f *fixture) grantSchema(t testing.TB, ps []seal.Pair, schema []byte) service.CreateResult {
+	t.Helper()
+	digest := ""
+	if schema != nil {
+		s, err := rehydrate.ParseSchema(schema)
+		if err != nil {
+			t.Fatalf("ParseSchema: %v", err)
+		}
+		digest = s.Digest()
+	}
 	sealed, err := f.c.Seal(ctx, ps)
 	if err != nil {
 		t.Fatalf("Seal: %v", err)
 	}
 	res, err := f.c.CreateLease(ctx, service.CreateRequest{Run: "run-1", Attempt: 1, Target: "https://model.example/v1",
 		Purpose: "triage", SourceDigest: hexDigest("hmac-sha256:"), RemoteDeadlineS: 60, ReturnWindowS: 60,
-		Lifetime: 30 * time.Minute, Values: sealed})
+		Lifetime: 30 * time.Minute, Values: sealed, OutputSchemaDigest: digest})
 	if err != nil {
 		t.Fatalf("CreateLease: %v", err)
 	}
@@ -159,7 +175,7 @@ func (f *fixture) grant(t testing.TB, ps []seal.Pair) service.CreateResult {
 }
 
 func exportOf(tokens []string) []byte {
-	return []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+	return vaulttest.Export(tokens)
 }
 
 func (f *fixture) bind(t testing.TB, res service.CreateResult) {
@@ -313,6 +329,14 @@ func TestErrorsCrossTheSocket(t *testing.T) {
 	ex := exportOf(res.Tokens)
 	if err := f.c.Bind(ctx, res.Lease.ID, "evt:x", hexDigest("hmac-sha256:"), hexDigest("sha256:"), ex); !errors.Is(err, vaultapi.ErrInvalid) {
 		t.Errorf("Bind with a wrong digest: %v", err)
+	}
+	// A refused export crosses with its code and position.
+	r2 := f.grant(t, canaries(2, 1))
+	swapped := exportOf([]string{r2.Tokens[1], r2.Tokens[0]})
+	err = f.c.Bind(ctx, r2.Lease.ID, "evt:x", hexDigest("hmac-sha256:"), receipts.SHA256(swapped), swapped)
+	var ref *receipts.Refusal
+	if vaultapi.CodeOf(err) != receipts.PlanMismatch || !errors.As(err, &ref) || ref.Kind != "export" || ref.Part != 0 || ref.Line != 1 {
+		t.Errorf("Bind of a swapped export: %v (%+v)", err, ref)
 	}
 	// The profile gate crosses too.
 	t.Setenv("GOTRACEBACK", "crash")
@@ -497,5 +521,42 @@ func TestSealKeyCache(t *testing.T) {
 	}
 	if err := create(); err != nil {
 		t.Fatalf("CreateLease after the key was fetched again: %v", err)
+	}
+}
+
+// TestIssuedAcrossTheSocket: the verifier's question through the client:
+// the values cross sealed, the answer is one bool per pair, and a lease
+// that ended is LEASE_NOT_ACTIVE.
+func TestIssuedAcrossTheSocket(t *testing.T) {
+	f := start(t, Options{})
+	ps := canaries(3, 1)
+	res := f.grant(t, ps)
+	sealed, err := f.c.Seal(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.c.Issued(ctx, res.Lease.ID, sealed, res.Tokens)
+	if err != nil || !cmp.Equal(got, []bool{true, true, true}) {
+		t.Fatalf("Issued: %v, %v", got, err)
+	}
+	swapped := []string{res.Tokens[1], res.Tokens[0], res.Tokens[2]}
+	got, err = f.c.Issued(ctx, res.Lease.ID, sealed, swapped)
+	if err != nil || !cmp.Equal(got, []bool{false, false, true}) {
+		t.Fatalf("Issued of a swap: %v, %v", got, err)
+	}
+	if _, err := f.c.Issued(ctx, res.Lease.ID, sealed, res.Tokens[:1]); !errors.Is(err, vaultapi.ErrInvalid) {
+		t.Errorf("Issued with fewer tokens: %v", err)
+	}
+	if _, err := f.c.Revoke(ctx, res.Lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.c.Issued(ctx, res.Lease.ID, sealed, res.Tokens)
+	if vaultapi.CodeOf(err) != receipts.LeaseNotActive {
+		t.Errorf("Issued after revoke: %v", err)
+	}
+	for _, p := range ps {
+		if strings.Contains(err.Error(), string(p.Value)) {
+			t.Errorf("the refusal names a value")
+		}
 	}
 }

@@ -11,8 +11,9 @@ import (
 // TestMapBoundToGrant: a sealed map opens only with the lease record it was
 // granted with. A record whose grant fields changed in the store (another
 // principal, station, run or attempt, a later deadline, another namespace)
-// does not open it: LEASE_UNRECOVERABLE, not the map. Bind-time fields are
-// not bound.
+// does not open it: LEASE_UNRECOVERABLE, not the map. That includes the
+// output schema digest, changed or dropped. Bind-time fields are not
+// bound.
 func TestMapBoundToGrant(t *testing.T) {
 	e := newEnv(t)
 	v := e.open(t)
@@ -53,6 +54,8 @@ func TestMapBoundToGrant(t *testing.T) {
 		"purpose":   func(l *lease.Lease) { l.Purpose = "audit" },
 		"source":    func(l *lease.Lease) { l.SourceDigest = digest("hmac-sha256:") },
 		"epoch":     func(l *lease.Lease) { l.KeyEpoch++ },
+		"schema":    func(l *lease.Lease) { l.OutputSchemaDigest = digest("sha256:") },
+		"no schema": func(l *lease.Lease) { l.OutputSchemaDigest = "" },
 	} {
 		changed := l
 		change(&changed)

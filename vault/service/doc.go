@@ -24,23 +24,66 @@
 // under a fresh 32-byte data key with XChaCha20-Poly1305 and associated
 // data "privacycut/map/v2" and the lease's grant fields (id, run, attempt,
 // target, purpose, namespace, source digest, station, principal, epoch,
-// grant time and deadline; mapAAD), so that a lease record changed in the
-// store no longer opens its map,
+// grant time, deadline and, when the grant carries one, the plan's output
+// schema digest, under "privacycut/map/v3"; mapAAD), so that a lease record
+// changed in the store no longer opens its map,
 // wraps the data key under the current epoch (durably), and commits the
-// lease record and the ciphertext in one Badger transaction. Bind checks the
-// export's digest and that every issued token occurs in it. Claim, Consume,
+// lease record and the ciphertext in one Badger transaction; a principal
+// holds at most MaxLeasesPerPrincipal live leases (LIMIT_EXCEEDED). Bind
+// checks the export's digest and the token at every owner slot (below).
+// Issued answers the verifier (below). Claim, Consume,
 // Revoke and expiry are compare-and-set transitions (package store); a
 // terminal transition is committed first, then the data key is destroyed,
 // then the destruction is recorded; boot recovery and the sweeper complete
 // any step a crash interrupted. WithMap decrypts a live lease's map into
 // the arena for the duration of a callback (for rehydration).
 //
+// # What Bind proves
+//
+// Bind reads the export's texts only as far as their owner quotes go (no
+// grammar: owner.<category>="<value>" fields, public fields without quotes
+// or backslashes; export.go) and accepts the export only when every owner
+// slot holds a token this lease issued, of the slot's category, the
+// distinct tokens first appear in issuance order, and every issued token
+// appears. The censor asks for tokens in the order the distinct values
+// first appear in the cut, so two values' tokens swapped everywhere
+// reorder the first appearances and are refused; an invented token, an
+// altered mac, another lease's token, a token in another category's slot
+// and a value left in clear are refused at their slot. All are
+// PLAN_MISMATCH; an export the reader cannot read is MALFORMED_RECORD;
+// both wrap a receipts.Refusal of kind "export" (part, line, column,
+// length, a fixed reason). Bind cannot see a partial swap that keeps every
+// first appearance (a later occurrence of a value carrying another's
+// token): it binds, and the verifier's token-consistency claim must refuse
+// it, for which it may call Issued.
+//
+// Issued takes (category, value) pairs sealed as a grant's, opens them and
+// the map into the arena, and answers for each pair whether the token
+// beside it is the one the lease issued for that value (constant-time
+// compare of the values), only for the lease's principal and only while
+// the lease is ACTIVE or CLAIMED.
+//
+// # What an erasure proof proves
+//
+// ProveErasure verifies a backup (the key directory's backup key id and
+// the keyed HMAC trailer, package vault/store) and restores it into a
+// scratch store. It reports a lease erased only by absence: terminal in
+// the vault's own store, its wrapped data key gone from the key directory,
+// and its map, which the verified backup holds, failing to open for that
+// reason. A map failing authentication, a live lease (whatever its key
+// state), a key still present, an edited backup, a backup of another
+// backup key or of the earlier unkeyed format are "not proven", with the
+// first vaultapi.Reason that applies. A principal runs at most
+// MaxScratchPerPrincipal proofs at once (LIMIT_EXCEEDED).
+//
 // # Rehydration
 //
 // Rehydrate is the one operation that releases values. In
 // order: it checks the request (the claim's return digest is SHA-256 of
-// the return, the output schema parses, the receipt fields are well
-// formed, the cut has not expired) and opens the cut's evidence key, sealed
+// the return, the output schema parses and its digest is the one the lease
+// was granted with — PLAN_MISMATCH otherwise, and for a lease granted
+// without one —, the receipt fields are well formed, the cut has not
+// expired) and opens the cut's evidence key, sealed
 // like the values of a grant (category "evidence-key"), into the arena;
 // claims the lease (Claim's compare-and-set: the same tuple is idempotent,
 // another is LEASE_CLAIM_CONFLICT, a terminal lease LEASE_NOT_ACTIVE);
@@ -68,8 +111,8 @@
 //
 // Open does not harden the process. cmd/vaultd calls harden.Apply and then
 // Prove, which reads the kernel state (harden.Prove). Until the profile is
-// accepted, every reversible request — CreateLease, Bind, Claim, Consume,
-// WithMap, Rehydrate, Rotate and the in-daemon ProveErasure — is refused with
+// accepted, every reversible request — CreateLease, Bind, Issued, Claim,
+// Consume, WithMap, Rehydrate, Rotate and ProveErasure — is refused with
 // VAULT_PROFILE_NOT_PROVEN; Status, List, Show, Revoke, Backup and Restore
 // still work. A vault whose arena could not be created (RLIMIT_MEMLOCK)
 // opens anyway and is never accepted.
@@ -108,6 +151,12 @@
 //     recorded, and after the terminal state is durable. Once it is
 //     destroyed, no copy of the lease's ciphertext (Badger residue, a
 //     backup) can be decrypted with the keys that remain.
+//   - A backup carries an HMAC-SHA256 under a key that only the key
+//     directory holds: an edited backup is refused by Restore and proves no
+//     erasure. ProveErasure reports "proven" only by absence (above).
+//   - Bind refuses an export whose owner slots do not carry this lease's
+//     issuance as described above; Rehydrate refuses any schema but the
+//     one the lease was granted with.
 //   - A lost or damaged key directory makes its leases answer
 //     LEASE_UNRECOVERABLE to every map operation (Bind, Claim, WithMap);
 //     nothing re-derives a map or re-issues a namespace.
@@ -145,6 +194,11 @@
 //   - Protection against root (which can read the heap through
 //     /proc/pid/mem), against the kernel, or against a vault binary built
 //     with the crashpoints tag.
+//   - That an export's slots pair each value with its own token beyond
+//     what first appearances show (the verifier's token-consistency
+//     claim); that a verified backup is the latest one (an older intact
+//     backup verifies too); that Issued takes the same time for values of
+//     different lengths (only equal-length compares are constant-time).
 //
 // Test-only builds: with the build tag faultinject the service can be
 // made to misbehave on purpose (VAULTD_FAULT: recovery-keeps-keys,
@@ -154,8 +208,7 @@
 // their names.
 //
 // The caller's duties: apply harden.Apply after Open and before Prove;
-// check the output schema against the plan's output_schema_digest before
-// Rehydrate (the vault does not know the plan); treat Rehydrate's output
+// pass the plan's output_schema_digest at grant; treat Rehydrate's output
 // as carrying the cut's label, never hand it to egress, and clear it;
 // authenticate principals (package vault/server uses SO_PEERCRED); never
 // retain the Map or the byte slices WithMap and Lookup hand out; Close the

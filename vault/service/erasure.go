@@ -14,21 +14,28 @@ import (
 )
 
 // Backup writes a backup of the store: lease records and sealed maps only
-// (package store documents the stream). The key directory is never part of
-// it. It works whatever the profile.
+// (package store documents the stream), authenticated under the key
+// directory's backup key. The key directory is never part of it. It works
+// whatever the profile, but needs the backup key, which lives in the arena:
+// a vault without an arena cannot write a backup (VAULT_PROFILE_NOT_PROVEN).
 func (v *Vault) Backup(w io.Writer) (store.BackupStats, error) {
 	const op = "backup"
 	if err := v.open(op); err != nil {
 		return store.BackupStats{}, err
 	}
-	st, err := v.store.Backup(w)
+	mac, err := v.backupMAC(op)
+	if err != nil {
+		return store.BackupStats{}, err
+	}
+	st, err := v.store.Backup(w, mac)
 	if err != nil {
 		return st, v.fail(op, err)
 	}
 	return st, nil
 }
 
-// Restore verifies a backup stream and merges it into the store (leases
+// Restore verifies a backup stream (its key id and keyed trailer: a backup
+// of another backup key, or edited, is MALFORMED_RECORD) and merges it into the store (leases
 // already present are kept as they are), then runs lease recovery on the
 // restored leases: past their deadline they expire, terminal ones get any
 // surviving wrapped key destroyed. A restored lease whose key is gone stays
@@ -38,7 +45,11 @@ func (v *Vault) Restore(r io.Reader) (store.RestoreStats, error) {
 	if err := v.open(op); err != nil {
 		return store.RestoreStats{}, err
 	}
-	snap, err := store.ReadBackup(r)
+	mac, err := v.backupMAC(op)
+	if err != nil {
+		return store.RestoreStats{}, err
+	}
+	snap, err := store.ReadBackup(r, mac)
 	if err != nil {
 		return store.RestoreStats{}, v.fail(op, err)
 	}
@@ -65,9 +76,7 @@ func (v *Vault) Restore(r io.Reader) (store.RestoreStats, error) {
 				return st, v.fail(op, err)
 			}
 		case l.Live():
-			v.mu.Lock()
-			v.live[l.ID] = l.Deadline
-			v.mu.Unlock()
+			v.track(l.ID, l.Principal, l.Deadline)
 		}
 	}
 	return st, nil
@@ -92,6 +101,15 @@ func (v *Vault) Rotate() (keys.Rotation, error) {
 	return r, nil
 }
 
+// backupMAC returns the key directory's backup MAC for one stream.
+func (v *Vault) backupMAC(op string) (store.MAC, error) {
+	id, h, err := v.keys.BackupMAC()
+	if err != nil {
+		return store.MAC{}, v.fail(op, err)
+	}
+	return store.MAC{KeyID: id, Hash: h}, nil
+}
+
 // The erasure proof's report is package vaultapi's.
 type (
 	Report = vaultapi.Report
@@ -101,68 +119,122 @@ type (
 // ErasureSchema names a Report.
 const ErasureSchema = vaultapi.ErasureSchema
 
-// Probe reasons.
+// Probe reasons: why a lease's map in the restored backup does not open.
 const (
 	reasonNoMap   = "no map in the backup"
 	reasonNoKey   = "no wrapped data key"
 	reasonKeyAuth = "wrapped data key failed authentication"
+	reasonKeyDir  = "key directory unusable"
 	reasonMapAuth = "map failed authentication"
 )
 
-// ProveErasure is the offline proof for a stopped vault: it restores the
-// backup into a scratch store (a temporary directory, removed afterwards),
-// opens keyDir read-only with a small arena of its own, and probes the
-// destroyed lease and, if live is not "", a live one. It never writes to
-// keyDir.
-func ProveErasure(backup io.Reader, keyDir, destroyed, live string) (Report, error) {
-	const op = "prove-erasure"
-	snap, err := store.ReadBackup(backup)
-	if err != nil {
-		return Report{}, vaultapi.New(store.CodeOf(err), op, "backup", ErrInvalid)
-	}
-	a, err := arena.New(MaxMapBytes+64<<10, arena.Options{}) // one map at a time, plus keys
-	if err != nil {
-		return Report{}, vaultapi.New(receipts.VaultProfileNotProven, op, "", ErrInternal)
-	}
-	defer a.Close()
-	kd, err := keys.Open(keyDir, keys.Options{Arena: a, ReadOnly: true})
-	if err != nil {
-		e, _ := classify(op, err)
-		return Report{}, e
-	}
-	defer kd.Close()
-	return prove(op, snap, a, kd, destroyed, live)
-}
-
-// ProveErasure runs the erasure proof inside the running vault, with its
-// own key directory and arena. It is refused with VAULT_PROFILE_NOT_PROVEN
-// unless the profile is accepted.
-func (v *Vault) ProveErasure(backup io.Reader, destroyed, live string) (Report, error) {
+// ProveErasure is the erasure proof, run inside the vault with its own
+// store, key directory and arena. It verifies the backup (key id and keyed
+// trailer), restores it into a scratch store (a temporary directory,
+// removed afterwards), and probes the destroyed lease and, if live is not
+// "", a live one. The destroyed lease counts as erased only by absence:
+// it is terminal in the vault's own store, its wrapped data key is gone
+// from the key directory, and its map, which the backup holds, does not
+// open for that reason. Anything else (a backup that fails its check, a
+// map that fails authentication, a lease still live, a key still present)
+// is reported not proven, with the first reason that applies
+// (vaultapi.Reason…). A principal runs at most MaxScratchPerPrincipal
+// proofs at once (LIMIT_EXCEEDED). It is refused with
+// VAULT_PROFILE_NOT_PROVEN unless the profile is accepted.
+func (v *Vault) ProveErasure(principal string, backup io.Reader, destroyed, live string) (Report, error) {
 	const op = "prove-erasure"
 	if err := v.gate(op); err != nil {
 		return Report{}, err
 	}
-	snap, err := store.ReadBackup(backup)
-	if err != nil {
-		return Report{}, v.fail(op, err)
-	}
-	rep, err := prove(op, snap, v.arena, v.keys, destroyed, live)
-	if err != nil {
-		return rep, v.fail(op, err)
-	}
-	return rep, nil
-}
-
-func prove(op string, snap *store.Snapshot, a *arena.Arena, kd *keys.Dir, destroyed, live string) (Report, error) {
 	if _, ok := store.IDBytes(destroyed); !ok {
 		return Report{}, invalid(op, "lease")
 	}
 	if _, ok := store.IDBytes(live); live != "" && !ok {
 		return Report{}, invalid(op, "live")
 	}
+	release, err := v.holdScratch(op, principal)
+	if err != nil {
+		return Report{}, err
+	}
+	defer release()
+	mac, err := v.backupMAC(op)
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{Schema: ErasureSchema, Epoch: v.keys.Epoch(), Destroyed: Probe{Lease: destroyed}}
+	snap, err := store.ReadBackup(backup, mac)
+	switch {
+	case errors.Is(err, store.ErrBackup):
+		rep.Reason = vaultapi.ReasonBackupCorrupt
+		return rep, nil
+	case errors.Is(err, store.ErrBackupKey):
+		rep.Reason = vaultapi.ReasonBackupOtherKey
+		return rep, nil
+	case errors.Is(err, store.ErrBackupVersion):
+		rep.Reason = vaultapi.ReasonBackupFormat
+		return rep, nil
+	case err != nil:
+		return Report{}, v.fail(op, err)
+	}
+	rep.BackupVerified = true
+	rep, err = prove(rep, snap, v.arena, v.keys, destroyed, live)
+	if err != nil {
+		return Report{}, v.fail(op, err)
+	}
+	for _, p := range []*Probe{&rep.Destroyed, rep.Live} {
+		if p == nil {
+			continue
+		}
+		l, err := v.store.Get(p.Lease)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return Report{}, v.fail(op, err)
+		default:
+			p.VaultState = l.State.String()
+		}
+		p.WrappedKey = v.keys.Has(p.Lease)
+	}
+	rep.Reason = verdict(rep)
+	rep.Proven = rep.Reason == ""
+	return rep, nil
+}
+
+// verdict returns why a report does not prove erasure, or "" when it does.
+func verdict(rep Report) string {
+	d := rep.Destroyed
+	switch {
+	case !rep.BackupVerified:
+		return vaultapi.ReasonBackupCorrupt
+	case !d.InBackup:
+		return vaultapi.ReasonNotInBackup
+	case !d.MapInBackup:
+		return vaultapi.ReasonNoMapInBackup
+	case d.VaultState == "":
+		return vaultapi.ReasonNotInVault
+	case !terminal(d.VaultState):
+		return vaultapi.ReasonNotTerminal
+	case d.WrappedKey:
+		return vaultapi.ReasonKeyPresent
+	case d.Decrypts:
+		return vaultapi.ReasonMapDecrypts
+	case d.Reason != reasonNoKey:
+		return vaultapi.ReasonOtherFailure
+	case rep.Live != nil && !rep.Live.Decrypts:
+		return vaultapi.ReasonLiveFails
+	}
+	return ""
+}
+
+func terminal(state string) bool {
+	s, err := lease.ParseState(state)
+	return err == nil && s.Terminal()
+}
+
+func prove(rep Report, snap *store.Snapshot, a *arena.Arena, kd *keys.Dir, destroyed, live string) (Report, error) {
 	dir, err := os.MkdirTemp("", "vaultd-scratch-")
 	if err != nil {
-		return Report{}, vaultapi.Fail(op, ErrInternal)
+		return Report{}, err
 	}
 	defer os.RemoveAll(dir)
 	st, err := store.Open(dir, store.Options{})
@@ -173,7 +245,6 @@ func prove(op string, snap *store.Snapshot, a *arena.Arena, kd *keys.Dir, destro
 	if _, err := st.Restore(snap); err != nil {
 		return Report{}, err
 	}
-	rep := Report{Schema: ErasureSchema, Epoch: kd.Epoch()}
 	if rep.Destroyed, err = probe(st, a, kd, destroyed); err != nil {
 		return Report{}, err
 	}
@@ -184,7 +255,6 @@ func prove(op string, snap *store.Snapshot, a *arena.Arena, kd *keys.Dir, destro
 		}
 		rep.Live = &p
 	}
-	rep.Proven = rep.Destroyed.MapInBackup && !rep.Destroyed.Decrypts && (rep.Live == nil || rep.Live.Decrypts)
 	return rep, nil
 }
 
@@ -217,6 +287,8 @@ func probe(st *store.Store, a *arena.Arena, kd *keys.Dir, id string) (Probe, err
 		return unrecoverable(reasonNoKey)
 	case errors.Is(err, keys.ErrCorrupt):
 		return unrecoverable(reasonKeyAuth)
+	case errors.Is(err, keys.ErrUnavailable):
+		return unrecoverable(reasonKeyDir)
 	case err != nil:
 		return p, err
 	}

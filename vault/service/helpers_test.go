@@ -8,15 +8,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/seal"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
 // TestMain hardens the test process (RLIMIT_CORE 0, PR_SET_DUMPABLE 0) so
@@ -121,8 +122,18 @@ func request(t testing.TB, v *Vault, pairs []seal.Pair) CreateRequest {
 	return CreateRequest{
 		Run: "run-1", Attempt: 1, Target: "https://model.example/v1/answer", Purpose: "dependency-triage",
 		SourceDigest: digest("hmac-sha256:"), RemoteDeadlineS: 600, ReturnWindowS: 600,
-		Lifetime: time.Hour, Values: sealed,
+		Lifetime: time.Hour, Values: sealed, OutputSchemaDigest: rhSchemaDigest(t),
 	}
+}
+
+// rhSchemaDigest is the digest of rhSchema, which the test leases bind.
+func rhSchemaDigest(t testing.TB) string {
+	t.Helper()
+	s, err := rehydrate.ParseSchema([]byte(rhSchema))
+	if err != nil {
+		t.Fatalf("rhSchema: %v", err)
+	}
+	return s.Digest()
 }
 
 func grant(t *testing.T, v *Vault, pairs []seal.Pair) CreateResult {
@@ -134,16 +145,9 @@ func grant(t *testing.T, v *Vault, pairs []seal.Pair) CreateResult {
 	return res
 }
 
-// export builds an export document carrying the tokens.
-func export(tokens []string) []byte {
-	var b strings.Builder
-	b.WriteString(`{"parts":[{"kind":"block","text":"`)
-	for _, tok := range tokens {
-		b.WriteString(`finding GO-2023-2102 golang.org/x/net@v0.15.0 affected https://go.dev/issue/63417 owner.module=\"` + tok + `\"\n`)
-	}
-	b.WriteString(`"}],"profile":"closed-diagnostic@1"}`)
-	return []byte(b.String())
-}
+// export builds an export document carrying the tokens, each in an owner
+// slot of its category, in the order given.
+func export(tokens []string) []byte { return vaulttest.Export(tokens) }
 
 func bind(t *testing.T, v *Vault, res CreateResult) {
 	t.Helper()

@@ -161,7 +161,6 @@ func TestBindChecks(t *testing.T) {
 		want      error
 	}{
 		{"digest mismatch", principal, digest("sha256:"), ex, ErrInvalid},
-		{"a token missing from the export", principal, receipts.SHA256(export(res.Tokens[:1])), export(res.Tokens[:1]), ErrInvalid},
 		{"another principal", "uid:1000", receipts.SHA256(ex), ex, ErrForbidden},
 	}
 	for _, tc := range tests {
@@ -170,6 +169,9 @@ func TestBindChecks(t *testing.T) {
 			wantErr(t, err, tc.want)
 		})
 	}
+	short := export(res.Tokens[:1])
+	err := v.Bind(ctx, principal, id, "evt:seal1", cand, receipts.SHA256(short), short)
+	wantCode(t, err, receipts.PlanMismatch)
 	if l, _ := v.Show(ctx, id); l.Lease.Bound() {
 		t.Fatalf("a refused bind bound the lease")
 	}
@@ -179,8 +181,80 @@ func TestBindChecks(t *testing.T) {
 	if err := v.Bind(ctx, principal, id, "evt:seal1", cand, receipts.SHA256(ex), ex); err != nil {
 		t.Errorf("repeated identical Bind: %v", err)
 	}
-	err := v.Bind(ctx, principal, id, "evt:seal2", cand, receipts.SHA256(ex), ex)
+	err = v.Bind(ctx, principal, id, "evt:seal2", cand, receipts.SHA256(ex), ex)
 	wantCode(t, err, receipts.LeaseNotActive)
+}
+
+// TestBindTokens: Bind refuses an export in which a slot does not hold the
+// token the lease issued for it, as far as the export shows it — two
+// values' tokens swapped, an invented token, an altered mac, another
+// lease's token, a token in a slot of another category, a value left in
+// clear — each PLAN_MISMATCH at its slot, and the refused lease stays
+// unbound (so it can be neither claimed nor rehydrated onto the wrong
+// owner). The export the censor would write binds.
+func TestBindTokens(t *testing.T) {
+	v := newEnv(t).open(t)
+	a, b, c := canary("bind-a"), canary("bind-b"), canary("bind-c")
+	pairs := []seal.Pair{{Category: "module", Value: a}, {Category: "team", Value: b}, {Category: "module", Value: c}}
+	res := grant(t, v, pairs)
+	other := grant(t, v, pairs)
+	t0, t1, t2 := res.Tokens[0], res.Tokens[1], res.Tokens[2]
+	// text puts the tokens of the slots of a, b, c and a again.
+	text := func(a1, b, c, a2 string) []byte {
+		return vecExport(vecText(a1, b, c, a2))
+	}
+	altered := t1[:len(t1)-1] + "a"
+	if altered == t1 {
+		altered = t1[:len(t1)-1] + "b"
+	}
+	invented := strings.Replace(t0, t0[len(t0)-20:], "aaaaaaaaaaaaaaaaaaaa", 1)
+	tests := []struct {
+		name   string
+		export []byte
+		line   int
+		reason string
+	}{
+		{"a and c swapped", text(t2, t1, t0, t2), 1, reasonOrder},
+		{"a and b swapped", text(t1, t0, t2, t1), 1, reasonWrongCategory},
+		{"invented", text(invented, t1, t2, invented), 1, reasonNotIssued},
+		{"altered mac", text(t0, altered, t2, t0), 1, reasonNotIssued},
+		{"another lease's token", text(other.Tokens[0], t1, t2, t0), 1, reasonOtherNamespace},
+		{"module token in a team slot", text(t0, t2, t2, t0), 1, reasonWrongCategory},
+		{"value in clear", text(t0, t1, string(c), t0), 2, reasonNotToken},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := v.Bind(ctx, principal, res.Lease.ID, "evt:seal1", digest("hmac-sha256:"), receipts.SHA256(tc.export), tc.export)
+			wantCode(t, err, receipts.PlanMismatch)
+			var r *receipts.Refusal
+			if !errors.As(err, &r) || r.Reason != tc.reason || r.Line != tc.line || r.Part != 0 || r.Kind != "export" {
+				t.Errorf("refusal %+v, want line %d reason %q", r, tc.line, tc.reason)
+			}
+			for _, s := range [][]byte{a, b, c} {
+				if strings.Contains(err.Error(), string(s)) {
+					t.Errorf("the error quotes a value")
+				}
+			}
+			if l, _ := v.Show(ctx, res.Lease.ID); l.Lease.Bound() {
+				t.Fatalf("a refused export bound the lease")
+			}
+		})
+	}
+	// A partial swap that keeps every first appearance (a's second slot
+	// given c's token) is not visible to Bind: it binds. The verifier's
+	// token-consistency claim is what refuses it.
+	partial := text(t0, t1, t2, t2)
+	if err := v.Bind(ctx, principal, res.Lease.ID, "evt:seal1", digest("hmac-sha256:"), receipts.SHA256(partial), partial); err != nil {
+		t.Errorf("partial swap (documented limit): %v", err)
+	}
+	good := text(t0, t1, t2, t0)
+	if err := v.Bind(ctx, principal, other.Lease.ID, "evt:seal3", digest("hmac-sha256:"), receipts.SHA256(good), good); CodeOf(err) != receipts.PlanMismatch {
+		t.Errorf("one lease's export bound to another: %v", err)
+	}
+	oe := text(other.Tokens[0], other.Tokens[1], other.Tokens[2], other.Tokens[0])
+	if err := v.Bind(ctx, principal, other.Lease.ID, "evt:seal3", digest("hmac-sha256:"), receipts.SHA256(oe), oe); err != nil {
+		t.Errorf("the censor's export: %v", err)
+	}
 }
 
 // TestClaimCompareAndSet is C6: the same tuple twice gives identical
@@ -403,7 +477,7 @@ func checkGate(t *testing.T, v *Vault, res CreateResult, req CreateRequest) {
 		}(),
 		"with-map": v.WithMap(ctx, res.Lease.ID, func(*Map) error { return nil }),
 		"rotate":   func() error { _, err := v.Rotate(); return err }(),
-		"prove":    func() error { _, err := v.ProveErasure(bytes.NewReader(nil), res.Lease.ID, ""); return err }(),
+		"prove":    func() error { _, err := v.ProveErasure(principal, bytes.NewReader(nil), res.Lease.ID, ""); return err }(),
 	}
 	for op, err := range refused {
 		if CodeOf(err) != receipts.VaultProfileNotProven {
@@ -436,4 +510,91 @@ func containsStr(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestLeaseLimit: one principal holds at most MaxLeasesPerPrincipal live
+// leases, grants in progress included: one more is LIMIT_EXCEEDED (field
+// leases) and commits nothing; another principal is not held back; a
+// revocation, a consume or an expiry frees a place; the count survives a
+// restart; concurrent grants past the limit get exactly the places left.
+func TestLeaseLimit(t *testing.T) {
+	e := newEnv(t)
+	e.opt.MaxLeasesPerPrincipal = 2
+	v := e.open(t)
+	ps, vals := pairsOf("lim", 1)
+	a := grant(t, v, ps)
+	b := grant(t, v, ps)
+	_, err := v.CreateLease(ctx, principal, request(t, v, ps))
+	wantCode(t, err, receipts.LimitExceeded)
+	if e, ok := err.(*Error); !ok || e.Field != "leases" || strings.Contains(err.Error(), string(vals[0])) {
+		t.Errorf("refusal %v", err)
+	}
+	if infos, _ := v.List(ctx); len(infos) != 2 {
+		t.Errorf("a refused grant committed a lease: %d leases", len(infos))
+	}
+	if _, err := v.CreateLease(ctx, "uid:1000", request(t, v, ps)); err != nil {
+		t.Errorf("another principal: %v", err)
+	}
+	if _, err := v.Revoke(ctx, principal, a.Lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := grant(t, v, ps)
+	bind(t, v, c)
+	ret := digest("sha256:")
+	if _, err := v.Claim(ctx, principal, c.Lease.ID, claimReq(ret)); err != nil {
+		t.Fatal(err)
+	}
+	// CLAIMED counts as live.
+	_, err = v.CreateLease(ctx, principal, request(t, v, ps))
+	wantCode(t, err, receipts.LimitExceeded)
+	if _, err := v.Consume(ctx, principal, c.Lease.ID, claimReq(ret)); err != nil {
+		t.Fatal(err)
+	}
+	d := grant(t, v, ps)
+	if v.Held(principal) != 2 {
+		t.Errorf("held %d, want 2 (b, d)", v.Held(principal))
+	}
+	// The count survives a restart.
+	v.Close()
+	v = e.open(t)
+	_, err = v.CreateLease(ctx, principal, request(t, v, ps))
+	wantCode(t, err, receipts.LimitExceeded)
+	// Expiry frees both places.
+	e.clock.Add(2 * time.Hour)
+	if n, err := v.Sweep(); err != nil || n < 2 {
+		t.Fatalf("Sweep: %d expired, %v", n, err)
+	}
+	if v.Held(principal) != 0 {
+		t.Errorf("held %d after b and d expired", v.Held(principal))
+	}
+	_ = b
+	_ = d
+	// A grant refused after its place was reserved gives the place back.
+	short := request(t, v, ps)
+	short.Lifetime = time.Minute
+	_, err = v.CreateLease(ctx, principal, short)
+	wantCode(t, err, receipts.LeaseDurabilityInsufficient)
+	if v.Held(principal) != 0 {
+		t.Errorf("a refused grant kept its place: held %d", v.Held(principal))
+	}
+	// Concurrent grants: exactly the two places are taken.
+	var wg sync.WaitGroup
+	var won, refused atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			_, err := v.CreateLease(ctx, principal, request(t, v, ps))
+			switch CodeOf(err) {
+			case "":
+				if err == nil {
+					won.Add(1)
+				}
+			case receipts.LimitExceeded:
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 2 || refused.Load() != 6 {
+		t.Errorf("concurrent grants: %d won, %d refused; want 2 and 6", won.Load(), refused.Load())
+	}
 }

@@ -15,9 +15,10 @@ import (
 	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
-// liveKeys is what the arena holds between requests: the epoch key and the
-// vault's X25519 private key, one 64-byte slot each, first fit.
-const liveKeys = 2 * arena.DefaultSlotSize
+// liveKeys is what the arena holds between requests: the epoch key, the
+// backup key and the vault's X25519 private key, one 64-byte slot each,
+// first fit.
+const liveKeys = 3 * arena.DefaultSlotSize
 
 // TestArenaZeroAfterUse is M3: after a grant, a map operation and a
 // terminal transition, every arena byte outside the two long-lived keys

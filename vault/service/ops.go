@@ -83,6 +83,16 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 	if life <= 0 {
 		life = v.opt.MaxLease
 	}
+	unreserve, err := v.reserveLease(op, principal)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			unreserve()
+		}
+	}()
 	var idb [16]byte
 	rand.Read(idb[:])
 	nsb := make([]byte, 7)
@@ -90,7 +100,8 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 	l, err := lease.New(lease.Params{
 		ID: lease.FormatID(idb), Run: req.Run, Attempt: req.Attempt, Target: req.Target,
 		Purpose: req.Purpose, Namespace: b32.EncodeToString(nsb)[:10], SourceDigest: req.SourceDigest,
-		KeyEpoch: v.keys.Epoch(), Station: station, Principal: principal,
+		OutputSchemaDigest: req.OutputSchemaDigest,
+		KeyEpoch:           v.keys.Epoch(), Station: station, Principal: principal,
 		Lifetime: life, Need: need,
 	}, v.now(), v.opt.MaxLease)
 	if err != nil {
@@ -129,16 +140,18 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 		return CreateResult{}, v.fail(op, err)
 	}
 	crash.At(crash.GrantWrapped)
+	// Tracked before the commit, so that a revocation racing the reply
+	// (by a principal that listed the lease) finds it and releases it.
+	v.commitLease(l.ID, principal, l.Deadline)
+	committed = true
 	if err := v.store.Create(l, sealed); err != nil {
+		v.forget(l.ID)
 		if derr := v.keys.Destroy(l.ID); derr != nil {
 			v.log.Error("vault: cannot destroy the key of a failed grant", "lease", l.ID)
 		}
 		return CreateResult{}, v.fail(op, err)
 	}
 	crash.At(crash.GrantCommitted)
-	v.mu.Lock()
-	v.live[l.ID] = l.Deadline
-	v.mu.Unlock()
 	return CreateResult{Lease: l, Tokens: tokens}, nil
 }
 
@@ -343,8 +356,13 @@ func (v *Vault) WithMap(ctx context.Context, leaseID string, fn func(m *Map) err
 }
 
 // Bind binds a granted lease to its sealed cut after checking that
-// sha256(export) is exportDigest and that every issued token occurs in the
-// export. Only the lease's principal may bind it.
+// sha256(export) is exportDigest and that the export carries exactly this
+// lease's issuance (checkExport): every owner slot holds a token the lease
+// issued, of the slot's category; the distinct tokens first appear in
+// issuance order; every issued token appears. An export the reader cannot
+// read is MALFORMED_RECORD, a token that does not fit PLAN_MISMATCH, both
+// positioned (part, line, column, length) with a fixed reason. Only the
+// lease's principal may bind it.
 func (v *Vault) Bind(ctx context.Context, principal, leaseID, cutEvent, candidateDigest, exportDigest string, export []byte) error {
 	const op = "bind"
 	if err := v.gate(op); err != nil {
@@ -372,8 +390,8 @@ func (v *Vault) Bind(ctx context.Context, principal, leaseID, cutEvent, candidat
 	if err != nil {
 		return v.fail(op, err)
 	}
-	if !containsAll(export, tokens) {
-		return invalid(op, "export")
+	if err := checkExport(export, l.Namespace, tokens); err != nil {
+		return err
 	}
 	now := v.now()
 	n, err := v.store.Update(leaseID, func(cur lease.Lease) (lease.Lease, error) {

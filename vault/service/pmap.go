@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base32"
@@ -332,14 +331,22 @@ var errEncode = invalid("encode", "map")
 // the lease id, run, target, purpose, namespace, source digest, station and
 // principal (each a 4-byte big-endian length and its bytes), the attempt (4
 // bytes), the grant epoch (8 bytes) and the grant time and deadline (8
-// bytes each, Unix nanoseconds), all big-endian. The lease record itself
-// is not authenticated in the store: a record changed there (by a doctored
-// backup restored over a lost state directory, say) to give the map to
-// another principal or a later deadline no longer opens it
-// (LEASE_UNRECOVERABLE). Fields set at Bind are not bound: Bind checks them.
+// bytes each, Unix nanoseconds), all big-endian. A lease granted with an
+// output schema digest starts "privacycut/map/v3" instead and ends with
+// the digest (a 4-byte length and its bytes), so that the digest cannot be
+// dropped or changed either. The lease record itself is not authenticated
+// in the store: a record changed there (by a doctored backup restored over
+// a lost state directory, say) to give the map to another principal, a
+// later deadline or another schema no longer opens it
+// (LEASE_UNRECOVERABLE). Fields set at Bind are not bound: Bind checks
+// them.
 func mapAAD(l *lease.Lease) []byte {
-	b := make([]byte, 0, 128+len(l.ID)+len(l.Run)+len(l.Target)+len(l.Purpose)+len(l.Principal))
-	b = append(b, "privacycut/map/v2"...)
+	b := make([]byte, 0, 192+len(l.ID)+len(l.Run)+len(l.Target)+len(l.Purpose)+len(l.Principal))
+	if l.OutputSchemaDigest == "" {
+		b = append(b, "privacycut/map/v2"...)
+	} else {
+		b = append(b, "privacycut/map/v3"...)
+	}
 	for _, f := range []string{l.ID, l.Run, l.Target, l.Purpose, l.Namespace, l.SourceDigest, l.Station, l.Principal} {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
 		b = append(b, f...)
@@ -347,15 +354,10 @@ func mapAAD(l *lease.Lease) []byte {
 	b = binary.BigEndian.AppendUint32(b, l.Attempt)
 	b = binary.BigEndian.AppendUint64(b, l.KeyEpoch)
 	b = binary.BigEndian.AppendUint64(b, uint64(l.CreatedAt.UnixNano()))
-	return binary.BigEndian.AppendUint64(b, uint64(l.Deadline.UnixNano()))
-}
-
-// containsAll reports whether every token occurs in b.
-func containsAll(b []byte, tokens []string) bool {
-	for _, t := range tokens {
-		if !bytes.Contains(b, []byte(t)) {
-			return false
-		}
+	b = binary.BigEndian.AppendUint64(b, uint64(l.Deadline.UnixNano()))
+	if l.OutputSchemaDigest != "" {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(l.OutputSchemaDigest)))
+		b = append(b, l.OutputSchemaDigest...)
 	}
-	return true
+	return b
 }

@@ -47,9 +47,11 @@ type (
 // vault, at most once per lease:
 //
 //  1. The request is checked without touching the lease: the claim's
-//     return digest is SHA-256 of the return, the schema parses, the
-//     receipt fields are well formed, the cut has not expired, and the
-//     sealed evidence key opens into the arena.
+//     return digest is SHA-256 of the return, the schema parses and its
+//     digest is the output_schema_digest the lease was granted with
+//     (PLAN_MISMATCH otherwise, and always for a lease granted without
+//     one), the receipt fields are well formed, the cut has not expired,
+//     and the sealed evidence key opens into the arena.
 //  2. CLAIM, the compare-and-set of Claim over (principal, run, attempt,
 //     station, return digest): the same tuple again is idempotent, any
 //     other is LEASE_CLAIM_CONFLICT, a terminal or expired lease
@@ -91,6 +93,9 @@ func (v *Vault) Rehydrate(ctx context.Context, principal string, req RehydrateRe
 	schema, err := rehydrate.ParseSchema(req.Schema)
 	if err != nil {
 		return RehydrateResult{}, returnError(op, "schema", err)
+	}
+	if err := v.checkSchema(op, req.Lease, schema); err != nil {
+		return RehydrateResult{}, err
 	}
 	if err := v.checkReceiptFields(op, req); err != nil {
 		return RehydrateResult{}, err
@@ -138,7 +143,7 @@ func (v *Vault) Rehydrate(ctx context.Context, principal string, req RehydrateRe
 			CutEvent: l.CutEvent, Lease: l.ID, Result: res, EvidenceKey: ek,
 			VerifierRevision: req.VerifierRevision, PolicyRevision: req.PolicyRevision,
 			LabelDigest: req.LabelDigest, SourceExpiry: l.Deadline, CutExpiry: req.CutExpiry,
-			Retention: req.Retention, Now: v.now(),
+			Retention: req.Retention, Now: v.now(), OutputSchemaDigest: l.OutputSchemaDigest,
 		})
 		return err
 	})
@@ -179,6 +184,22 @@ func (v *Vault) Rehydrate(ctx context.Context, principal string, req RehydrateRe
 	return RehydrateResult{Output: res.Output, Receipt: rc, Lease: n}, nil
 }
 
+// checkSchema refuses, before the lease is claimed, an output schema whose
+// digest is not the output_schema_digest the lease was granted with, and
+// every schema for a lease granted without one: PLAN_MISMATCH (field
+// output_schema_digest). The marked paths are the plan's, not whoever
+// rehydrates.
+func (v *Vault) checkSchema(op, leaseID string, schema *rehydrate.Schema) error {
+	l, err := v.store.Get(leaseID)
+	if err != nil {
+		return v.fail(op, err)
+	}
+	if l.OutputSchemaDigest == "" || schema.Digest() != l.OutputSchemaDigest {
+		return vaultapi.New(receipts.PlanMismatch, op, "output_schema_digest", nil)
+	}
+	return nil
+}
+
 // checkReceiptFields checks, before the lease is claimed, the fields of the
 // request that the receipt binds, so that a malformed request never claims
 // a lease. An expired cut is PLAN_MISMATCH (a plan past its expires_at
@@ -205,7 +226,7 @@ func (v *Vault) checkReceiptFields(op string, req RehydrateRequest) error {
 		Result:           rehydrate.Result{ReturnDigest: probe, FinalDigest: probe},
 		VerifierRevision: req.VerifierRevision, PolicyRevision: req.PolicyRevision,
 		LabelDigest: req.LabelDigest, SourceExpiry: now.Add(time.Hour), CutExpiry: req.CutExpiry,
-		Retention: req.Retention, Now: now,
+		Retention: req.Retention, Now: now, OutputSchemaDigest: probe,
 	})
 	if err != nil {
 		return invalid(op, "revision")

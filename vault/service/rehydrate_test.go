@@ -169,8 +169,9 @@ func TestRehydrate(t *testing.T) {
 		Substitutions:    map[string]int{"module": 2, "team": 1},
 		VerifierRevision: "verifier/1", PolicyRevision: "policy/7", LabelDigest: req.LabelDigest,
 		// min(lease deadline t0+1h, cut expiry t0+90m, now+24h)
-		PurgeAt:      l.res.Lease.Deadline.Format(time.RFC3339Nano),
-		RehydratedAt: now.Format(time.RFC3339Nano),
+		PurgeAt:            l.res.Lease.Deadline.Format(time.RFC3339Nano),
+		RehydratedAt:       now.Format(time.RFC3339Nano),
+		OutputSchemaDigest: rhSchemaDigest(t),
 	}
 	if diff := cmp.Diff(wantRc, res.Receipt); diff != "" {
 		t.Errorf("receipt (-want +got):\n%s", diff)
@@ -809,4 +810,60 @@ func FuzzIssued(f *testing.F) {
 			t.Fatalf("AppendValue of a token not issued: %q, %v", got, err)
 		}
 	})
+}
+
+// TestRehydrateSchemaBound: the lease binds the plan's output schema
+// digest at grant. A return rehydrated under another schema (one that
+// also marks summary, where a token would then be substituted instead of
+// refused TOKEN_WRONG_PATH) is PLAN_MISMATCH before any claim; a lease
+// granted without a digest refuses every schema, its own included; the
+// receipt names the schema used.
+func TestRehydrateSchemaBound(t *testing.T) {
+	v := newEnv(t).open(t)
+	l := grantRH(t, v, rhPairs())
+	ek := evidence(t)
+	wide := strings.Replace(rhSchema, `"summary":{"type":"string","maxLength":4000}`,
+		`"summary":{"type":"string","maxLength":4000,"x-privacycut-rehydrate":{"category":"module","purpose":"dependency-triage","max":3}}`, 1)
+	if wide == rhSchema {
+		t.Fatal("the wider schema is the same schema")
+	}
+	a := l.honest()
+	a.Summary = l.tokens["mod0"]
+	ret := a.bytes(t)
+	req := rhReq(t, v, l.res.Lease.ID, ret, ek)
+	req.Schema = []byte(wide)
+	_, err := v.Rehydrate(ctx, principal, req)
+	wantCode(t, err, receipts.PlanMismatch)
+	if e, ok := err.(*Error); !ok || e.Field != "output_schema_digest" {
+		t.Errorf("refusal %v, want field output_schema_digest", err)
+	}
+	if s, _ := state(t, v, l.res.Lease.ID); s != lease.Active {
+		t.Errorf("a refused schema left the lease %v, want ACTIVE (not claimed)", s)
+	}
+	// Under the plan's schema the same return is refused at the unmarked
+	// path, and the receipt of an honest return names the schema.
+	_, err = v.Rehydrate(ctx, principal, rhReq(t, v, l.res.Lease.ID, ret, ek))
+	wantCode(t, err, receipts.TokenWrongPath)
+
+	l2 := grantRH(t, v, rhPairs())
+	res, err := v.Rehydrate(ctx, principal, rhReq(t, v, l2.res.Lease.ID, l2.honest().bytes(t), ek))
+	if err != nil || res.Receipt.OutputSchemaDigest != rhSchemaDigest(t) || l2.res.Lease.OutputSchemaDigest != rhSchemaDigest(t) {
+		t.Fatalf("honest rehydration: %v, receipt schema %q", err, res.Receipt.OutputSchemaDigest)
+	}
+
+	// A lease granted without a schema digest: no schema is its schema.
+	creq := request(t, v, rhPairs())
+	creq.OutputSchemaDigest = ""
+	old, err := v.CreateLease(ctx, principal, creq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind(t, v, old)
+	_, err = v.Rehydrate(ctx, principal, rhReq(t, v, old.Lease.ID, l2.honest().bytes(t), ek))
+	wantCode(t, err, receipts.PlanMismatch)
+	// A malformed digest is refused at grant.
+	creq = request(t, v, rhPairs())
+	creq.OutputSchemaDigest = "sha256:1234"
+	_, err = v.CreateLease(ctx, principal, creq)
+	wantErr(t, err, ErrInvalid)
 }

@@ -47,6 +47,15 @@ type Options struct {
 	SweepInterval time.Duration
 	// Logger receives events without values; nil discards them.
 	Logger *slog.Logger
+	// MaxLeasesPerPrincipal bounds the live (ACTIVE or CLAIMED) leases of
+	// one principal, grants in progress included: a grant past it is
+	// LIMIT_EXCEEDED. 0 means DefaultMaxLeasesPerPrincipal.
+	MaxLeasesPerPrincipal int
+	// MaxScratchPerPrincipal bounds the erasure proofs one principal runs
+	// at once, each holding a backup in memory and a scratch store on
+	// disk: one more is LIMIT_EXCEEDED. 0 means
+	// DefaultMaxScratchPerPrincipal.
+	MaxScratchPerPrincipal int
 }
 
 // Vault is the daemon core: the in-process API that the gRPC server and
@@ -63,6 +72,9 @@ type Vault struct {
 	mu      sync.Mutex
 	profile harden.Profile
 	live    map[string]time.Time // deadlines of live leases, for the sweeper
+	owner   map[string]string    // principal of each live lease
+	held    map[string]int       // live leases and grants in progress per principal
+	scratch map[string]int       // erasure proofs running per principal
 	pending map[string]bool      // terminal leases whose key destruction is not yet recorded
 	closed  bool
 
@@ -104,7 +116,17 @@ func Open(opt Options) (*Vault, error) {
 	if opt.SweepInterval == 0 {
 		opt.SweepInterval = DefaultSweepInterval
 	}
-	v := &Vault{opt: opt, log: opt.Logger, live: map[string]time.Time{}, pending: map[string]bool{}, stop: make(chan struct{})}
+	if opt.MaxLeasesPerPrincipal < 0 || opt.MaxScratchPerPrincipal < 0 {
+		return nil, invalid("open", "limits")
+	}
+	if opt.MaxLeasesPerPrincipal == 0 {
+		opt.MaxLeasesPerPrincipal = DefaultMaxLeasesPerPrincipal
+	}
+	if opt.MaxScratchPerPrincipal == 0 {
+		opt.MaxScratchPerPrincipal = DefaultMaxScratchPerPrincipal
+	}
+	v := &Vault{opt: opt, log: opt.Logger, live: map[string]time.Time{}, owner: map[string]string{},
+		held: map[string]int{}, scratch: map[string]int{}, pending: map[string]bool{}, stop: make(chan struct{})}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
@@ -232,7 +254,7 @@ func (v *Vault) recover(leases []lease.Lease) error {
 		}
 		known[r.ID] = r
 		if r.Live() {
-			v.live[r.ID] = r.Deadline
+			v.track(r.ID, r.Principal, r.Deadline)
 			if !v.keys.Has(r.ID) {
 				unrecoverable++
 			}
@@ -414,13 +436,6 @@ func (v *Vault) sweeper(every time.Duration) {
 			}
 		}
 	}
-}
-
-// forget drops a lease from the sweeper's set.
-func (v *Vault) forget(id string) {
-	v.mu.Lock()
-	delete(v.live, id)
-	v.mu.Unlock()
 }
 
 // Close stops the sweeper, persists the clock mark, closes the store and

@@ -3,9 +3,11 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"hash"
 	"io"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -14,10 +16,18 @@ import (
 
 // The backup stream format (see the package documentation).
 const (
-	backupMagic = "privacycut-vault-backup/1\n"
-	recLease    = 'L'
-	recMap      = 'M'
-	recEnd      = 'E'
+	backupMagic = "privacycut-vault-backup/2\n"
+	// backupMagicV1 started the streams of before, whose trailer was a
+	// plain SHA-256: anyone could edit one and recompute it. They are
+	// refused (ErrBackupVersion).
+	backupMagicV1 = "privacycut-vault-backup/1\n"
+	// KeyIDSize is the size of the backup key id a stream names.
+	KeyIDSize = 16
+	// macSize is the size of the trailer, HMAC-SHA256.
+	macSize  = sha256.Size
+	recLease = 'L'
+	recMap   = 'M'
+	recEnd   = 'E'
 
 	// MaxBackup bounds a backup stream read by ReadBackup (256 MiB); it is
 	// held in memory while it is verified and applied.
@@ -31,17 +41,33 @@ type BackupStats struct {
 	Bytes  int64 `json:"bytes"`
 }
 
+// MAC keys a backup stream's integrity check: the public id of the backup
+// key, which the stream names, and HMAC-SHA256 keyed with that key (the
+// vault takes both from its key directory, which no backup holds). Hash is
+// used for one stream and reset first.
+type MAC struct {
+	KeyID [KeyIDSize]byte
+	Hash  hash.Hash
+}
+
 // Backup writes every lease record and every sealed map, from one
-// consistent snapshot, in the backup stream format. It writes nothing from
-// the key directory (the store never sees it) and nothing of the store's
-// metadata.
-func (s *Store) Backup(w io.Writer) (BackupStats, error) {
+// consistent snapshot, in the backup stream format, authenticated under
+// mac. It writes nothing from the key directory (the store never sees it)
+// and nothing of the store's metadata.
+func (s *Store) Backup(w io.Writer, mac MAC) (BackupStats, error) {
 	const op = "backup"
 	var st BackupStats
-	h := sha256.New()
+	if mac.Hash == nil {
+		return st, newError(op, ErrInvalid, nil)
+	}
+	h := mac.Hash
+	h.Reset()
 	cw := &countWriter{w: io.MultiWriter(w, h)}
 	bw := bufio.NewWriterSize(cw, 64<<10)
 	if _, err := bw.WriteString(backupMagic); err != nil {
+		return st, newError(op, ErrIO, err)
+	}
+	if _, err := bw.Write(mac.KeyID[:]); err != nil {
 		return st, newError(op, ErrIO, err)
 	}
 	var n uint64
@@ -88,7 +114,7 @@ func (s *Store) Backup(w io.Writer) (BackupStats, error) {
 	if _, err := w.Write(h.Sum(nil)); err != nil {
 		return st, newError(op, ErrIO, err)
 	}
-	st.Bytes = cw.n + sha256.Size
+	st.Bytes = cw.n + macSize
 	return st, nil
 }
 
@@ -137,14 +163,19 @@ func (b *Snapshot) HasMap(id string) bool {
 	return ok
 }
 
-// ReadBackup reads and verifies a backup stream: the header, every record
-// (lengths within limits, lease records strictly decoded and checked, each
-// lease and map at most once, every map belonging to a lease of the
-// backup), the record count and the SHA-256 trailer. Nothing is applied
-// until the whole stream verifies. Errors name the byte offset, never
-// content.
-func ReadBackup(r io.Reader) (*Snapshot, error) {
+// ReadBackup reads and verifies a backup stream: the header, the backup key
+// id (another key's is ErrBackupKey), the HMAC trailer under mac (checked
+// in constant time before any record is parsed), every record (lengths
+// within limits, lease records strictly decoded and checked, each lease
+// and map at most once, every map belonging to a lease of the backup) and
+// the record count. A stream of the earlier format, with a plain SHA-256
+// trailer, is ErrBackupVersion. Nothing is applied until the whole stream
+// verifies. Errors name the byte offset, never content.
+func ReadBackup(r io.Reader, mac MAC) (*Snapshot, error) {
 	const op = "read-backup"
+	if mac.Hash == nil {
+		return nil, newError(op, ErrInvalid, nil)
+	}
 	data, err := io.ReadAll(io.LimitReader(r, MaxBackup+1))
 	if err != nil {
 		return nil, newError(op, ErrIO, err)
@@ -152,22 +183,37 @@ func ReadBackup(r io.Reader) (*Snapshot, error) {
 	if len(data) > MaxBackup {
 		return nil, newError(op, ErrTooLarge, nil)
 	}
-	bad := func(off int) (*Snapshot, error) {
-		e := newError(op, ErrBackup, nil)
+	return parseBackup(op, data, mac)
+}
+
+// parseBackup is ReadBackup over the stream's bytes.
+func parseBackup(op string, data []byte, mac MAC) (*Snapshot, error) {
+	fail := func(sentinel error, off int) (*Snapshot, error) {
+		e := newError(op, sentinel, nil)
 		e.Offset = int64(off)
 		return nil, e
 	}
-	if len(data) < len(backupMagic)+9+sha256.Size || !bytes.HasPrefix(data, []byte(backupMagic)) {
+	bad := func(off int) (*Snapshot, error) { return fail(ErrBackup, off) }
+	if bytes.HasPrefix(data, []byte(backupMagicV1)) {
+		return fail(ErrBackupVersion, 0)
+	}
+	head := len(backupMagic) + KeyIDSize
+	if len(data) < head+9+macSize || !bytes.HasPrefix(data, []byte(backupMagic)) {
 		return bad(0)
 	}
-	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+	if !hmac.Equal(data[len(backupMagic):head], mac.KeyID[:]) {
+		return fail(ErrBackupKey, len(backupMagic))
+	}
+	body, sum := data[:len(data)-macSize], data[len(data)-macSize:]
+	mac.Hash.Reset()
+	mac.Hash.Write(body)
+	if !hmac.Equal(mac.Hash.Sum(nil), sum) {
 		return bad(len(body))
 	}
 	b := &Snapshot{maps: map[[16]byte][]byte{}}
 	seen := map[[16]byte]bool{}
 	var n uint64
-	off := len(backupMagic)
+	off := head
 	for {
 		if off >= len(body) {
 			return bad(off)

@@ -34,16 +34,25 @@
 //
 // # Backup stream
 //
-//	"privacycut-vault-backup/1\n"
+//	"privacycut-vault-backup/2\n"
+//	key id:   the backup key's public id (16)
 //	record*:  kind (1: 'L' lease | 'M' map) ‖ id (16) ‖ length (4, BE) ‖ value
 //	end:      'E' ‖ record count (8, BE)
-//	trailer:  SHA-256 of every preceding byte (32)
+//	trailer:  HMAC-SHA256 under the backup key of every preceding byte (32)
 //
-// Lease records come first, then maps, from one snapshot. The checksum
-// detects damage, not tampering: a backup is not authenticated, and its
-// lease records are public metadata while its maps are AEAD ciphertext
-// bound to lease id and epoch. Restore merges: a lease already in the store
-// is kept as it is, so a restore never moves a lease backwards.
+// Lease records come first, then maps, from one snapshot. The backup key
+// lives in the vault's key directory (package vault/keys), never in the
+// Badger directory and never in a backup, so the trailer detects an edit
+// as well as damage: whoever holds a backup without the key directory
+// cannot recompute it. ReadBackup checks the key id (another key's is
+// ErrBackupKey) and then the trailer in constant time before it parses a
+// single record; a stream of the earlier format ("…/1", with a plain
+// SHA-256 trailer) is ErrBackupVersion. All three are MALFORMED_RECORD.
+// For example, an 'M' record of one lease, its bytes flipped and the
+// trailer replaced by the SHA-256 of the edited stream (what sufficed
+// before), is ErrBackup at the trailer's offset (testdata/backup/).
+// Restore merges: a lease already in the store is kept as it is, so a
+// restore never moves a lease backwards.
 //
 // # Security properties
 //
@@ -70,7 +79,10 @@
 //     That residue is ciphertext whose data key the vault destroys (and,
 //     after a rotation, whose epoch key is gone): erasure rests on the key
 //     directory, not on this package.
-//   - Confidentiality of lease metadata, or authenticity of a backup.
+//   - Confidentiality of lease metadata. A backup's trailer proves that
+//     the stream is one this vault wrote (or another holder of its key
+//     directory), not which backup it is: an older, intact backup of the
+//     same vault verifies too.
 //
 // The caller's duties: give Create and Update only ciphertext; destroy the
 // data key of a lease after Update has committed its terminal state; run

@@ -29,9 +29,18 @@ var (
 	// ErrContention: a compare-and-set lost its race more often than the
 	// retry bound.
 	ErrContention = errors.New("too much contention")
-	// ErrBackup: a backup stream is malformed (bad header, record, length
-	// or checksum). Code MALFORMED_RECORD.
-	ErrBackup = errors.New("malformed backup")
+	// ErrBackup: a backup stream fails its integrity check (its HMAC
+	// trailer) or is malformed (bad header, record, length or count). Code
+	// MALFORMED_RECORD.
+	ErrBackup = errors.New("backup integrity check failed")
+	// ErrBackupKey: a backup stream names another backup key than the
+	// vault's (a backup of another vault, or of before the key directory
+	// was lost): its integrity cannot be checked. Code MALFORMED_RECORD.
+	ErrBackupKey = errors.New("backup made under another backup key")
+	// ErrBackupVersion: a backup stream of the earlier format, whose
+	// trailer was an unkeyed SHA-256 that anyone can recompute after an
+	// edit. Code MALFORMED_RECORD.
+	ErrBackupVersion = errors.New("backup format without a keyed integrity check")
 	// ErrIO: Badger or the file system failed; Sys holds the cause.
 	ErrIO = errors.New("storage i/o failed")
 )
@@ -64,7 +73,7 @@ func newError(op string, sentinel, sys error) *Error {
 		code = receipts.LeaseUnrecoverable
 	case ErrTooLarge:
 		code = receipts.LimitExceeded
-	case ErrBackup:
+	case ErrBackup, ErrBackupKey, ErrBackupVersion:
 		code = receipts.MalformedRecord
 	}
 	return &Error{Core: verr.Core{Code: code, Op: op, Err: sentinel, Sys: sys}, Offset: -1}

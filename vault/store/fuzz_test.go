@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"reflect"
@@ -15,8 +17,14 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// FuzzReadBackup: the backup reader never panics, and every stream it
-// accepts holds only leases that pass lease.Check and maps of those leases.
+// FuzzReadBackup: the backup reader never panics; it accepts a stream only
+// when its trailer is the HMAC of everything before it under the reading
+// key and it names that key's id; every stream it accepts holds only
+// leases that pass lease.Check and maps of those leases, and the same
+// stream with any one byte changed is refused. When sign is set the
+// fuzzer's bytes are the stream without its trailer and the trailer is
+// computed for them, so that the record parser behind the check is
+// explored too.
 func FuzzReadBackup(f *testing.F) {
 	s, err := Open(f.TempDir(), Options{})
 	if err != nil {
@@ -29,16 +37,42 @@ func FuzzReadBackup(f *testing.F) {
 		f.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := s.Backup(&buf); err != nil {
+	if _, err := s.Backup(&buf, testMAC(1)); err != nil {
 		f.Fatal(err)
 	}
 	s.Close()
-	f.Add(buf.Bytes())
-	f.Add([]byte(backupMagic))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		snap, err := ReadBackup(bytes.NewReader(b))
+	good := buf.Bytes()
+	f.Add(good, false)
+	f.Add(good[:len(good)-macSize], true)
+	m1 := testMAC(1)
+	f.Add(append([]byte(backupMagic), m1.KeyID[:]...), true)
+	f.Add([]byte(backupMagicV1), false)
+	for _, v := range readVectors(f) {
+		f.Add(v.stream, false)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, sign bool) {
+		mac := testMAC(1)
+		if sign {
+			mac.Hash.Reset()
+			mac.Hash.Write(b)
+			b = mac.Hash.Sum(bytes.Clone(b))
+		}
+		snap, err := ReadBackup(bytes.NewReader(b), mac)
 		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code != receipts.MalformedRecord && e.Code != receipts.LimitExceeded || e.Sys != nil {
+				t.Fatalf("refusal %#v", err)
+			}
 			return
+		}
+		head := len(backupMagic) + KeyIDSize
+		if len(b) < head+macSize || !bytes.Equal(b[len(backupMagic):head], mac.KeyID[:]) {
+			t.Fatalf("accepted a stream that does not name the key")
+		}
+		want := hmac.New(sha256.New, testKey(1))
+		want.Write(b[:len(b)-macSize])
+		if !bytes.Equal(want.Sum(nil), b[len(b)-macSize:]) {
+			t.Fatalf("accepted a stream whose trailer is not its HMAC")
 		}
 		for _, l := range snap.Leases() {
 			if err := l.Check(); err != nil {
@@ -54,6 +88,12 @@ func FuzzReadBackup(f *testing.F) {
 			}
 			if !found {
 				t.Errorf("accepted a map without its lease")
+			}
+		}
+		// Malleability: no single changed byte is accepted.
+		for _, i := range []int{0, len(backupMagic), head, len(b) / 2, len(b) - macSize - 1, len(b) - 1} {
+			if _, err := ReadBackup(bytes.NewReader(flipAt(b, i)), testMAC(1)); err == nil {
+				t.Fatalf("accepted the stream with byte %d changed", i)
 			}
 		}
 	})

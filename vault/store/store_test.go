@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -276,7 +278,7 @@ func TestBackupRestore(t *testing.T) {
 	}
 	src.AdvanceClock(t0.Add(time.Hour))
 	var buf bytes.Buffer
-	st, err := src.Backup(&buf)
+	st, err := src.Backup(&buf, testMAC(1))
 	if err != nil {
 		t.Fatalf("Backup: %v", err)
 	}
@@ -286,7 +288,7 @@ func TestBackupRestore(t *testing.T) {
 	if bytes.Contains(buf.Bytes(), []byte("sealed-done")) {
 		t.Errorf("the backup holds the map of a terminal lease")
 	}
-	snap, err := ReadBackup(bytes.NewReader(buf.Bytes()))
+	snap, err := ReadBackup(bytes.NewReader(buf.Bytes()), testMAC(1))
 	if err != nil {
 		t.Fatalf("ReadBackup: %v", err)
 	}
@@ -335,31 +337,71 @@ func TestBackupRestore(t *testing.T) {
 	}
 }
 
+// TestReadBackupRefusesDamage: every edit of a backup, with or without its
+// unkeyed SHA-256 recomputed, fails the keyed check; so does a backup of
+// another backup key, and the earlier format.
 func TestReadBackupRefusesDamage(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	if err := s.Create(bound(t, newLease(t)), []byte("sealed")); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := s.Backup(&buf); err != nil {
+	if _, err := s.Backup(&buf, testMAC(1)); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()
-	tests := map[string][]byte{
-		"empty":         nil,
-		"bad magic":     append([]byte("X"), good[1:]...),
-		"flipped byte":  flipAt(good, len(backupMagic)+30),
-		"flipped sum":   flipAt(good, len(good)-1),
-		"truncated":     good[:len(good)-1],
-		"trailing data": append(bytes.Clone(good), 0),
+	if _, err := ReadBackup(bytes.NewReader(good), testMAC(1)); err != nil {
+		t.Fatalf("ReadBackup of the intact backup: %v", err)
 	}
-	for name, b := range tests {
-		t.Run(name, func(t *testing.T) {
-			_, err := ReadBackup(bytes.NewReader(b))
-			if !errors.Is(err, ErrBackup) || CodeOf(err) != receipts.MalformedRecord {
-				t.Errorf("ReadBackup: %v, want ErrBackup", err)
+	body := len(good) - macSize
+	// The forgery of before: an edit, and the trailer recomputed as the
+	// plain SHA-256 of the edited stream.
+	resummed := func(b []byte) []byte {
+		b = b[:len(b)-macSize]
+		sum := sha256.Sum256(b)
+		return append(bytes.Clone(b), sum[:]...)
+	}
+	otherKey := testMAC(2)
+	v1 := append([]byte(backupMagicV1), good[len(backupMagic)+KeyIDSize:]...)
+	tests := []struct {
+		name   string
+		b      []byte
+		mac    MAC
+		want   error
+		offset int64
+	}{
+		{"empty", nil, testMAC(1), ErrBackup, 0},
+		{"bad magic", append([]byte("X"), good[1:]...), testMAC(1), ErrBackup, 0},
+		{"flipped byte", flipAt(good, len(backupMagic)+KeyIDSize+30), testMAC(1), ErrBackup, int64(body)},
+		{"flipped byte, sha-256 recomputed", resummed(flipAt(good, body-20)), testMAC(1), ErrBackup, int64(body)},
+		{"flipped mac", flipAt(good, len(good)-1), testMAC(1), ErrBackup, int64(body)},
+		{"truncated", good[:len(good)-1], testMAC(1), ErrBackup, int64(body - 1)},
+		{"trailing data", append(bytes.Clone(good), 0), testMAC(1), ErrBackup, int64(body + 1)},
+		{"flipped key id", flipAt(good, len(backupMagic)), testMAC(1), ErrBackupKey, int64(len(backupMagic))},
+		{"another backup key", good, otherKey, ErrBackupKey, int64(len(backupMagic))},
+		{"same id, another key", good, MAC{KeyID: testMAC(1).KeyID, Hash: otherKey.Hash}, ErrBackup, int64(body)},
+		{"format 1, sha-256 trailer", resummed(v1), testMAC(1), ErrBackupVersion, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadBackup(bytes.NewReader(tc.b), tc.mac)
+			var e *Error
+			if !errors.Is(err, tc.want) || CodeOf(err) != receipts.MalformedRecord || !errors.As(err, &e) {
+				t.Fatalf("ReadBackup: %v, want %v (MALFORMED_RECORD)", err, tc.want)
+			}
+			if e.Offset != tc.offset {
+				t.Errorf("offset %d, want %d", e.Offset, tc.offset)
+			}
+			if bytes.Contains([]byte(err.Error()), []byte("sealed")) {
+				t.Errorf("the error quotes the backup: %v", err)
 			}
 		})
+	}
+	if _, err := ReadBackup(bytes.NewReader(good), MAC{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ReadBackup without a MAC: %v, want ErrInvalid", err)
+	}
+	if _, err := s.Backup(io.Discard, MAC{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Backup without a MAC: %v, want ErrInvalid", err)
 	}
 }
 

@@ -22,6 +22,10 @@ type CreateRequest struct {
 	ReturnWindowS   uint64 // the plan's return_window_s
 	Lifetime        time.Duration
 	Values          seal.Request // distinct pairs, sealed to Status.SealKey
+	// OutputSchemaDigest is the plan's output_schema_digest ("sha256:…"),
+	// bound into the lease: Rehydrate accepts only a schema of this
+	// digest. A lease granted without one accepts none.
+	OutputSchemaDigest string
 }
 
 // CreateResult is a granted lease and its tokens, in request order.
@@ -76,9 +80,9 @@ type RehydrateRequest struct {
 	// Claim is the claim tuple apart from the principal. Its ReturnDigest
 	// must be receipts.SHA256(Return).
 	Claim ClaimRequest
-	// Schema is the output schema document (rehydrate.ParseSchema). The
-	// vault does not know the plan's output_schema_digest: checking the
-	// schema against it is the caller's duty.
+	// Schema is the output schema document (rehydrate.ParseSchema). Its
+	// digest must be the output_schema_digest the lease was granted with
+	// (PLAN_MISMATCH otherwise, and for a lease granted without one).
 	Schema []byte
 	// Return is the quarantined answer, exactly as received.
 	Return []byte
@@ -168,20 +172,52 @@ type Probe struct {
 	Entries     int           `json:"entries"`        // map entries, when it decrypts
 	Code        receipts.Code `json:"code,omitempty"` // LEASE_UNRECOVERABLE when it does not
 	Reason      string        `json:"reason,omitempty"`
+	// VaultState is the lease's state in the vault's own store, "" when
+	// the vault holds no such lease.
+	VaultState string `json:"vault_state,omitempty"`
+	// WrappedKey reports whether the vault's key directory still holds a
+	// wrapped data key for the lease.
+	WrappedKey bool `json:"wrapped_key"`
 }
 
-// Report is the result of an erasure proof: restore a backup into a scratch
-// store and try to decrypt two leases' maps with the current key directory.
+// Report is the result of an erasure proof: verify a backup, restore it
+// into a scratch store and try to decrypt two leases' maps with the
+// current key directory.
 type Report struct {
 	Schema    string `json:"schema"` // ErasureProof@1
 	Epoch     uint64 `json:"epoch"`  // the key epoch the proof used
 	Destroyed Probe  `json:"destroyed"`
 	Live      *Probe `json:"live"`
-	// Proven: the destroyed lease's map is in the backup and cannot be
-	// decrypted, and the live lease (when given) can. A backup without the
-	// map proves nothing about erasure: there was nothing to erase in it.
+	// Proven: erasure of the destroyed lease is shown by absence. The
+	// backup passed its keyed integrity check; it holds the lease's map;
+	// the lease is terminal in the vault's store; its wrapped data key is
+	// gone from the key directory; and the map does not open for that
+	// reason (no wrapped data key). The live lease, when given, decrypts.
+	// A map that fails authentication proves nothing (damage is not
+	// erasure), nor does a backup without the map.
 	Proven bool `json:"proven"`
+	// BackupVerified reports that the backup passed its integrity check:
+	// it names this vault's backup key and its HMAC trailer verifies.
+	BackupVerified bool `json:"backup_verified"`
+	// Reason says why erasure is not proven (one of the Reason constants,
+	// the first that applies in their order); "" when it is.
+	Reason string `json:"reason,omitempty"`
 }
+
+// Why a Report does not prove erasure, in the order they are checked.
+const (
+	ReasonBackupCorrupt  = "backup integrity check failed"
+	ReasonBackupOtherKey = "backup made under another backup key"
+	ReasonBackupFormat   = "backup format without a keyed integrity check"
+	ReasonNotInBackup    = "lease not in the backup"
+	ReasonNoMapInBackup  = "no map of the lease in the backup"
+	ReasonNotInVault     = "lease unknown to the vault"
+	ReasonNotTerminal    = "lease not terminal in the vault"
+	ReasonKeyPresent     = "wrapped data key still in the key directory"
+	ReasonMapDecrypts    = "map still decrypts"
+	ReasonOtherFailure   = "map undecryptable for another reason than a missing key"
+	ReasonLiveFails      = "live lease does not decrypt"
+)
 
 // BackupStats counts what a backup holds.
 type BackupStats struct {

@@ -14,9 +14,12 @@ package vaulttest
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -32,11 +35,15 @@ type Material struct {
 	Epoch     uint64
 	EpochKeys map[uint64][]byte // every epoch-<n>.key file
 	DEKs      map[string][]byte // lease id → data key, unwrapped under the current epoch
+	BackupKey []byte            // backup.key, nil when absent
 }
 
-// All returns every key, epoch keys and data keys.
+// All returns every key: epoch keys, data keys and the backup key.
 func (m Material) All() [][]byte {
 	var out [][]byte
+	if len(m.BackupKey) > 0 {
+		out = append(out, m.BackupKey)
+	}
 	for _, k := range m.EpochKeys {
 		out = append(out, k)
 	}
@@ -80,6 +87,11 @@ func ReadMaterial(keyDir string) (Material, error) {
 		if m.EpochKeys[ep], err = os.ReadFile(filepath.Join(keyDir, e.Name())); err != nil {
 			return m, err
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(keyDir, "backup.key")); err == nil {
+		m.BackupKey = b
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return m, err
 	}
 	kek := m.EpochKeys[m.Epoch]
 	if len(kek) != 32 {
@@ -197,4 +209,46 @@ func Files(dir string) (map[string][]byte, error) {
 		return err
 	})
 	return out, err
+}
+
+// Resign replaces the trailer of a backup stream with the HMAC-SHA256 of
+// the rest under backupKey, by the documented format: what someone holding
+// the key directory could do after editing a backup.
+func Resign(backup, backupKey []byte) []byte {
+	if len(backup) < sha256.Size {
+		return bytes.Clone(backup)
+	}
+	body := backup[:len(backup)-sha256.Size]
+	m := hmac.New(sha256.New, backupKey)
+	m.Write(body)
+	return m.Sum(bytes.Clone(body))
+}
+
+// Resum replaces the trailer of a backup stream with the plain SHA-256 of
+// the rest: the forgery that sufficed when the trailer was unkeyed.
+func Resum(backup []byte) []byte {
+	if len(backup) < sha256.Size {
+		return bytes.Clone(backup)
+	}
+	body := backup[:len(backup)-sha256.Size]
+	sum := sha256.Sum256(body)
+	return append(bytes.Clone(body), sum[:]...)
+}
+
+// Export returns an Export@1 document holding each token in an owner slot
+// of its own category, one ask record per token, in the order given (the
+// order a censor puts first appearances in): the smallest export the
+// vault's Bind accepts for a lease that issued exactly these tokens.
+func Export(tokens []string) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"parts":[{"kind":"block","text":"`)
+	for _, t := range tokens {
+		cat := "module"
+		if f := strings.Split(t, ":"); len(f) == 4 {
+			cat = f[2]
+		}
+		b.WriteString(`ask triage.rank-by-severity owner.` + cat + `=\"` + t + `\"\n`)
+	}
+	b.WriteString(`"}],"profile":"closed-diagnostic@1"}`)
+	return b.Bytes()
 }

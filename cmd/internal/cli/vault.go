@@ -302,13 +302,15 @@ func vaultProve(ctx context.Context, c *Cmd, args []string) error {
 			return err
 		}
 	} else {
-		printProbe(c.Stdout, "destroyed", rep.Destroyed)
-		if rep.Live != nil {
-			printProbe(c.Stdout, "live", *rep.Live)
+		if rep.BackupVerified {
+			printProbe(c.Stdout, "destroyed", rep.Destroyed)
+			if rep.Live != nil {
+				printProbe(c.Stdout, "live", *rep.Live)
+			}
 		}
 		verdict := "erasure proven"
 		if !rep.Proven {
-			verdict = "erasure NOT proven"
+			verdict = "erasure NOT proven: " + rep.Reason
 		}
 		fmt.Fprintf(c.Stdout, "%s (key epoch %d)\n", verdict, rep.Epoch)
 	}
@@ -319,12 +321,20 @@ func vaultProve(ctx context.Context, c *Cmd, args []string) error {
 }
 
 func printProbe(w io.Writer, role string, p vaultapi.Probe) {
+	vault := p.VaultState
+	if vault == "" {
+		vault = "unknown"
+	}
+	key := "gone"
+	if p.WrappedKey {
+		key = "present"
+	}
 	switch {
 	case !p.InBackup:
 		fmt.Fprintf(w, "%s %s: not in the backup\n", role, p.Lease)
 	case p.Decrypts:
-		fmt.Fprintf(w, "%s %s (%s in the backup): map decrypts, %d entries\n", role, p.Lease, p.State, p.Entries)
+		fmt.Fprintf(w, "%s %s (%s in the backup, %s in the vault, key %s): map decrypts, %d entries\n", role, p.Lease, p.State, vault, key, p.Entries)
 	default:
-		fmt.Fprintf(w, "%s %s (%s in the backup): undecryptable, %s: %s\n", role, p.Lease, p.State, p.Code, p.Reason)
+		fmt.Fprintf(w, "%s %s (%s in the backup, %s in the vault, key %s): undecryptable, %s: %s\n", role, p.Lease, p.State, vault, key, p.Code, p.Reason)
 	}
 }

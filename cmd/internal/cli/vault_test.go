@@ -20,6 +20,7 @@ import (
 	"github.com/privacycut/privacycut/vault/server"
 	"github.com/privacycut/privacycut/vault/service"
 	"github.com/privacycut/privacycut/vault/vaultapi"
+	"github.com/privacycut/privacycut/vault/vaulttest"
 )
 
 var hardenOnce sync.Once
@@ -94,7 +95,7 @@ func (f *vaultFixture) grant(t *testing.T) vaultapi.CreateResult {
 	if err != nil {
 		t.Fatalf("CreateLease: %v", err)
 	}
-	ex := []byte(`{"parts":[{"kind":"block","text":"` + strings.Join(res.Tokens, " ") + `"}],"profile":"closed-diagnostic@1"}`)
+	ex := vaulttest.Export(res.Tokens)
 	if err := f.c.Bind(ctx, res.Lease.ID, "evt:seal", "hmac-sha256:"+randHex(32), receipts.SHA256(ex), ex); err != nil {
 		t.Fatalf("Bind: %v", err)
 	}

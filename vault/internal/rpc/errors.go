@@ -111,7 +111,8 @@ func ToStatus(op string, err error) error {
 }
 
 // returnRefusal is the ReturnRefusal detail of a rehydration's refusal of
-// the return or the schema: path, positions and a fixed reason.
+// the return or the schema, or of a bind's refusal of the export: path or
+// part, positions and a fixed reason.
 func returnRefusal(e *vaultapi.Error) *vaultpb.ReturnRefusal {
 	if e.Code == "" {
 		return nil
@@ -127,6 +128,9 @@ func returnRefusal(e *vaultapi.Error) *vaultpb.ReturnRefusal {
 	case "schema":
 		return &vaultpb.ReturnRefusal{Document: "schema", Line: int64(r.Line),
 			Column: int64(r.Column), Length: int64(r.Length), Reason: r.Reason}
+	case "export":
+		return &vaultpb.ReturnRefusal{Document: "export", Part: int64(r.Part), Line: int64(r.Line),
+			Column: int64(r.Column), Length: int64(r.Length), Reason: r.Reason}
 	}
 	return nil
 }
@@ -138,10 +142,11 @@ const (
 	maxDetailPos    = 1 << 31
 )
 
-// refusalOf rebuilds the *receipts.Refusal (of the return or the schema) of a
-// ReturnRefusal detail with its code. A detail that does not look like one
-// (unknown document, a path or reason outside its alphabet or bound, a
-// negative or huge position) is dropped: the code alone remains.
+// refusalOf rebuilds the *receipts.Refusal (of the return, the schema or the
+// export) of a ReturnRefusal detail with its code. A detail that does not
+// look like one (unknown document, a path or reason outside its alphabet or
+// bound, a negative or huge position or part) is dropped: the code alone
+// remains.
 func refusalOf(code receipts.Code, rr *vaultpb.ReturnRefusal) error {
 	pos := func(n int64) bool { return n >= 0 && n < maxDetailPos }
 	if !pos(rr.Line) || !pos(rr.Column) || !pos(rr.Length) || !printable(rr.Reason, maxDetailReason) {
@@ -150,15 +155,20 @@ func refusalOf(code receipts.Code, rr *vaultpb.ReturnRefusal) error {
 	line, col, n := int(rr.Line), int(rr.Column), int(rr.Length)
 	switch rr.Document {
 	case "return":
-		if !jsonPath(rr.Path) {
+		if !jsonPath(rr.Path) || rr.Part != 0 {
 			return nil
 		}
 		return &receipts.Refusal{Code: code, Part: -1, Kind: "return", Path: rr.Path, Line: line, Column: col, Length: n, Reason: rr.Reason}
 	case "schema":
-		if rr.Path != "" {
+		if rr.Path != "" || rr.Part != 0 {
 			return nil
 		}
 		return &receipts.Refusal{Code: code, Part: -1, Kind: "schema", Line: line, Column: col, Length: n, Reason: rr.Reason}
+	case "export":
+		if rr.Path != "" || rr.Part < -1 || rr.Part >= maxDetailPos {
+			return nil
+		}
+		return &receipts.Refusal{Code: code, Part: int(rr.Part), Kind: "export", Line: line, Column: col, Length: n, Reason: rr.Reason}
 	}
 	return nil
 }

@@ -67,8 +67,23 @@ func TestReturnRefusalDetail(t *testing.T) {
 	if !errors.As(err, &gs) || !cmp.Equal(sch, gs) {
 		t.Errorf("schema error round trip: %v", err)
 	}
+	for _, ex := range []*receipts.Refusal{
+		{Code: receipts.PlanMismatch, Part: 2, Kind: "export", Line: 3, Column: 41, Length: 39, Reason: "token not issued by this lease"},
+		{Code: receipts.PlanMismatch, Part: -1, Kind: "export", Reason: "an issued token does not occur in the export"},
+	} {
+		err = FromStatus("bind", ToStatus("bind", vaultapi.New(ex.Code, "bind", "export", ex)))
+		var ge *receipts.Refusal
+		if !errors.As(err, &ge) || !cmp.Equal(ex, ge) {
+			t.Errorf("export refusal round trip: %v", err)
+		}
+	}
 	for _, rr := range []*vaultpb.ReturnRefusal{
 		{Document: "return", Path: "$.a\"pcv:", Line: 1, Column: 1},
+		{Document: "return", Path: "$.a", Part: 1},
+		{Document: "export", Path: "$.a", Part: 1},
+		{Document: "export", Part: -2},
+		{Document: "export", Part: 1 << 40},
+		{Document: "schema", Part: 3},
 		{Document: "return", Path: "a", Line: 1, Column: 1},
 		{Document: "return", Path: "$.a", Line: -1},
 		{Document: "return", Path: "$.a", Reason: "VAULTD\n"},

@@ -246,19 +246,20 @@ func (x *SealedValues) GetSealed() []byte {
 }
 
 type CreateLeaseRequest struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Run             string                 `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
-	Attempt         uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Target          string                 `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
-	Purpose         string                 `protobuf:"bytes,4,opt,name=purpose,proto3" json:"purpose,omitempty"`
-	SourceDigest    string                 `protobuf:"bytes,5,opt,name=source_digest,json=sourceDigest,proto3" json:"source_digest,omitempty"`
-	Station         string                 `protobuf:"bytes,6,opt,name=station,proto3" json:"station,omitempty"`
-	RemoteDeadlineS uint64                 `protobuf:"varint,7,opt,name=remote_deadline_s,json=remoteDeadlineS,proto3" json:"remote_deadline_s,omitempty"`
-	ReturnWindowS   uint64                 `protobuf:"varint,8,opt,name=return_window_s,json=returnWindowS,proto3" json:"return_window_s,omitempty"`
-	LifetimeS       int64                  `protobuf:"varint,9,opt,name=lifetime_s,json=lifetimeS,proto3" json:"lifetime_s,omitempty"`
-	Values          *SealedValues          `protobuf:"bytes,13,opt,name=values,proto3" json:"values,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Run                string                 `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	Attempt            uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Target             string                 `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
+	Purpose            string                 `protobuf:"bytes,4,opt,name=purpose,proto3" json:"purpose,omitempty"`
+	SourceDigest       string                 `protobuf:"bytes,5,opt,name=source_digest,json=sourceDigest,proto3" json:"source_digest,omitempty"`
+	Station            string                 `protobuf:"bytes,6,opt,name=station,proto3" json:"station,omitempty"`
+	RemoteDeadlineS    uint64                 `protobuf:"varint,7,opt,name=remote_deadline_s,json=remoteDeadlineS,proto3" json:"remote_deadline_s,omitempty"`
+	ReturnWindowS      uint64                 `protobuf:"varint,8,opt,name=return_window_s,json=returnWindowS,proto3" json:"return_window_s,omitempty"`
+	LifetimeS          int64                  `protobuf:"varint,9,opt,name=lifetime_s,json=lifetimeS,proto3" json:"lifetime_s,omitempty"`
+	Values             *SealedValues          `protobuf:"bytes,13,opt,name=values,proto3" json:"values,omitempty"`
+	OutputSchemaDigest string                 `protobuf:"bytes,14,opt,name=output_schema_digest,json=outputSchemaDigest,proto3" json:"output_schema_digest,omitempty"` // the plan's output_schema_digest, bound into the lease
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *CreateLeaseRequest) Reset() {
@@ -359,6 +360,13 @@ func (x *CreateLeaseRequest) GetValues() *SealedValues {
 		return x.Values
 	}
 	return nil
+}
+
+func (x *CreateLeaseRequest) GetOutputSchemaDigest() string {
+	if x != nil {
+		return x.OutputSchemaDigest
+	}
+	return ""
 }
 
 type CreateLeaseReply struct {
@@ -525,6 +533,110 @@ func (*BindReply) Descriptor() ([]byte, []int) {
 	return file_vault_proto_rawDescGZIP(), []int{6}
 }
 
+type IssuedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LeaseId       string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	Values        *SealedValues          `protobuf:"bytes,2,opt,name=values,proto3" json:"values,omitempty"` // the pairs, sealed to the vault's key
+	Tokens        []string               `protobuf:"bytes,3,rep,name=tokens,proto3" json:"tokens,omitempty"` // one per pair, in order
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IssuedRequest) Reset() {
+	*x = IssuedRequest{}
+	mi := &file_vault_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IssuedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IssuedRequest) ProtoMessage() {}
+
+func (x *IssuedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_vault_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IssuedRequest.ProtoReflect.Descriptor instead.
+func (*IssuedRequest) Descriptor() ([]byte, []int) {
+	return file_vault_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *IssuedRequest) GetLeaseId() string {
+	if x != nil {
+		return x.LeaseId
+	}
+	return ""
+}
+
+func (x *IssuedRequest) GetValues() *SealedValues {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *IssuedRequest) GetTokens() []string {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+type IssuedReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Issued        []bool                 `protobuf:"varint,1,rep,packed,name=issued,proto3" json:"issued,omitempty"` // one per pair, in order
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IssuedReply) Reset() {
+	*x = IssuedReply{}
+	mi := &file_vault_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IssuedReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IssuedReply) ProtoMessage() {}
+
+func (x *IssuedReply) ProtoReflect() protoreflect.Message {
+	mi := &file_vault_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IssuedReply.ProtoReflect.Descriptor instead.
+func (*IssuedReply) Descriptor() ([]byte, []int) {
+	return file_vault_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *IssuedReply) GetIssued() []bool {
+	if x != nil {
+		return x.Issued
+	}
+	return nil
+}
+
 type ClaimRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	LeaseId       string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
@@ -538,7 +650,7 @@ type ClaimRequest struct {
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_vault_proto_msgTypes[7]
+	mi := &file_vault_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +662,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[7]
+	mi := &file_vault_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +675,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{7}
+	return file_vault_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ClaimRequest) GetLeaseId() string {
@@ -610,7 +722,7 @@ type LeaseRef struct {
 
 func (x *LeaseRef) Reset() {
 	*x = LeaseRef{}
-	mi := &file_vault_proto_msgTypes[8]
+	mi := &file_vault_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +734,7 @@ func (x *LeaseRef) String() string {
 func (*LeaseRef) ProtoMessage() {}
 
 func (x *LeaseRef) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[8]
+	mi := &file_vault_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +747,7 @@ func (x *LeaseRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRef.ProtoReflect.Descriptor instead.
 func (*LeaseRef) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{8}
+	return file_vault_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LeaseRef) GetLeaseId() string {
@@ -656,7 +768,7 @@ type LeaseReply struct {
 
 func (x *LeaseReply) Reset() {
 	*x = LeaseReply{}
-	mi := &file_vault_proto_msgTypes[9]
+	mi := &file_vault_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -668,7 +780,7 @@ func (x *LeaseReply) String() string {
 func (*LeaseReply) ProtoMessage() {}
 
 func (x *LeaseReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[9]
+	mi := &file_vault_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -681,7 +793,7 @@ func (x *LeaseReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseReply.ProtoReflect.Descriptor instead.
 func (*LeaseReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{9}
+	return file_vault_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LeaseReply) GetLeaseJson() []byte {
@@ -713,7 +825,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_vault_proto_msgTypes[10]
+	mi := &file_vault_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +837,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[10]
+	mi := &file_vault_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +850,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{10}
+	return file_vault_proto_rawDescGZIP(), []int{12}
 }
 
 type ListReply struct {
@@ -750,7 +862,7 @@ type ListReply struct {
 
 func (x *ListReply) Reset() {
 	*x = ListReply{}
-	mi := &file_vault_proto_msgTypes[11]
+	mi := &file_vault_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -762,7 +874,7 @@ func (x *ListReply) String() string {
 func (*ListReply) ProtoMessage() {}
 
 func (x *ListReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[11]
+	mi := &file_vault_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -775,7 +887,7 @@ func (x *ListReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReply.ProtoReflect.Descriptor instead.
 func (*ListReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{11}
+	return file_vault_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListReply) GetLeases() []*LeaseReply {
@@ -793,7 +905,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_vault_proto_msgTypes[12]
+	mi := &file_vault_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +917,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[12]
+	mi := &file_vault_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +930,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{12}
+	return file_vault_proto_rawDescGZIP(), []int{14}
 }
 
 type BackupStats struct {
@@ -832,7 +944,7 @@ type BackupStats struct {
 
 func (x *BackupStats) Reset() {
 	*x = BackupStats{}
-	mi := &file_vault_proto_msgTypes[13]
+	mi := &file_vault_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +956,7 @@ func (x *BackupStats) String() string {
 func (*BackupStats) ProtoMessage() {}
 
 func (x *BackupStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[13]
+	mi := &file_vault_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +969,7 @@ func (x *BackupStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupStats.ProtoReflect.Descriptor instead.
 func (*BackupStats) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{13}
+	return file_vault_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BackupStats) GetLeases() uint32 {
@@ -891,7 +1003,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_vault_proto_msgTypes[14]
+	mi := &file_vault_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +1015,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[14]
+	mi := &file_vault_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +1028,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{14}
+	return file_vault_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BackupChunk) GetData() []byte {
@@ -942,7 +1054,7 @@ type RestoreChunk struct {
 
 func (x *RestoreChunk) Reset() {
 	*x = RestoreChunk{}
-	mi := &file_vault_proto_msgTypes[15]
+	mi := &file_vault_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1066,7 @@ func (x *RestoreChunk) String() string {
 func (*RestoreChunk) ProtoMessage() {}
 
 func (x *RestoreChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[15]
+	mi := &file_vault_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1079,7 @@ func (x *RestoreChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreChunk.ProtoReflect.Descriptor instead.
 func (*RestoreChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{15}
+	return file_vault_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RestoreChunk) GetData() []byte {
@@ -988,7 +1100,7 @@ type RestoreReply struct {
 
 func (x *RestoreReply) Reset() {
 	*x = RestoreReply{}
-	mi := &file_vault_proto_msgTypes[16]
+	mi := &file_vault_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1112,7 @@ func (x *RestoreReply) String() string {
 func (*RestoreReply) ProtoMessage() {}
 
 func (x *RestoreReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[16]
+	mi := &file_vault_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1125,7 @@ func (x *RestoreReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreReply.ProtoReflect.Descriptor instead.
 func (*RestoreReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{16}
+	return file_vault_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RestoreReply) GetRestored() uint32 {
@@ -1045,7 +1157,7 @@ type RotateRequest struct {
 
 func (x *RotateRequest) Reset() {
 	*x = RotateRequest{}
-	mi := &file_vault_proto_msgTypes[17]
+	mi := &file_vault_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1169,7 @@ func (x *RotateRequest) String() string {
 func (*RotateRequest) ProtoMessage() {}
 
 func (x *RotateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[17]
+	mi := &file_vault_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1182,7 @@ func (x *RotateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRequest.ProtoReflect.Descriptor instead.
 func (*RotateRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{17}
+	return file_vault_proto_rawDescGZIP(), []int{19}
 }
 
 type RotateReply struct {
@@ -1085,7 +1197,7 @@ type RotateReply struct {
 
 func (x *RotateReply) Reset() {
 	*x = RotateReply{}
-	mi := &file_vault_proto_msgTypes[18]
+	mi := &file_vault_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1209,7 @@ func (x *RotateReply) String() string {
 func (*RotateReply) ProtoMessage() {}
 
 func (x *RotateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[18]
+	mi := &file_vault_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1222,7 @@ func (x *RotateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateReply.ProtoReflect.Descriptor instead.
 func (*RotateReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{18}
+	return file_vault_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RotateReply) GetFrom() uint64 {
@@ -1152,7 +1264,7 @@ type ProveErasureChunk struct {
 
 func (x *ProveErasureChunk) Reset() {
 	*x = ProveErasureChunk{}
-	mi := &file_vault_proto_msgTypes[19]
+	mi := &file_vault_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1276,7 @@ func (x *ProveErasureChunk) String() string {
 func (*ProveErasureChunk) ProtoMessage() {}
 
 func (x *ProveErasureChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[19]
+	mi := &file_vault_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1289,7 @@ func (x *ProveErasureChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProveErasureChunk.ProtoReflect.Descriptor instead.
 func (*ProveErasureChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{19}
+	return file_vault_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ProveErasureChunk) GetDestroyedLease() string {
@@ -1210,7 +1322,7 @@ type ProveErasureReply struct {
 
 func (x *ProveErasureReply) Reset() {
 	*x = ProveErasureReply{}
-	mi := &file_vault_proto_msgTypes[20]
+	mi := &file_vault_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1334,7 @@ func (x *ProveErasureReply) String() string {
 func (*ProveErasureReply) ProtoMessage() {}
 
 func (x *ProveErasureReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[20]
+	mi := &file_vault_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1347,7 @@ func (x *ProveErasureReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProveErasureReply.ProtoReflect.Descriptor instead.
 func (*ProveErasureReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{20}
+	return file_vault_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ProveErasureReply) GetReportJson() []byte {
@@ -1267,7 +1379,7 @@ type RehydrateHeader struct {
 
 func (x *RehydrateHeader) Reset() {
 	*x = RehydrateHeader{}
-	mi := &file_vault_proto_msgTypes[21]
+	mi := &file_vault_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1279,7 +1391,7 @@ func (x *RehydrateHeader) String() string {
 func (*RehydrateHeader) ProtoMessage() {}
 
 func (x *RehydrateHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[21]
+	mi := &file_vault_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1292,7 +1404,7 @@ func (x *RehydrateHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RehydrateHeader.ProtoReflect.Descriptor instead.
 func (*RehydrateHeader) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{21}
+	return file_vault_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RehydrateHeader) GetLeaseId() string {
@@ -1403,7 +1515,7 @@ type RehydrateChunk struct {
 
 func (x *RehydrateChunk) Reset() {
 	*x = RehydrateChunk{}
-	mi := &file_vault_proto_msgTypes[22]
+	mi := &file_vault_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1527,7 @@ func (x *RehydrateChunk) String() string {
 func (*RehydrateChunk) ProtoMessage() {}
 
 func (x *RehydrateChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[22]
+	mi := &file_vault_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1540,7 @@ func (x *RehydrateChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RehydrateChunk.ProtoReflect.Descriptor instead.
 func (*RehydrateChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{22}
+	return file_vault_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RehydrateChunk) GetHeader() *RehydrateHeader {
@@ -1461,7 +1573,7 @@ type RehydrateReply struct {
 
 func (x *RehydrateReply) Reset() {
 	*x = RehydrateReply{}
-	mi := &file_vault_proto_msgTypes[23]
+	mi := &file_vault_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1585,7 @@ func (x *RehydrateReply) String() string {
 func (*RehydrateReply) ProtoMessage() {}
 
 func (x *RehydrateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[23]
+	mi := &file_vault_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1598,7 @@ func (x *RehydrateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RehydrateReply.ProtoReflect.Descriptor instead.
 func (*RehydrateReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{23}
+	return file_vault_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RehydrateReply) GetOutputSize() uint64 {
@@ -1537,7 +1649,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_vault_proto_msgTypes[24]
+	mi := &file_vault_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1661,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[24]
+	mi := &file_vault_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1674,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{24}
+	return file_vault_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Refusal) GetCode() string {
@@ -1594,23 +1706,24 @@ func (x *Refusal) GetKind() string {
 }
 
 // ReturnRefusal is attached, besides Refusal, to the status of a
-// rehydration that refused the return or the output schema: where and why,
-// never what.
+// rehydration that refused the return or the output schema, or of a bind
+// that refused the export: where and why, never what.
 type ReturnRefusal struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Document      string                 `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"` // "return" or "schema"
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`         // JSON path of the refused value ("" for the schema)
+	Document      string                 `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"` // "return", "schema" or "export"
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`         // JSON path of the refused value ("" for the schema and the export)
 	Line          int64                  `protobuf:"varint,3,opt,name=line,proto3" json:"line,omitempty"`
 	Column        int64                  `protobuf:"varint,4,opt,name=column,proto3" json:"column,omitempty"`
 	Length        int64                  `protobuf:"varint,5,opt,name=length,proto3" json:"length,omitempty"`
 	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"` // a fixed, content-free text
+	Part          int64                  `protobuf:"varint,7,opt,name=part,proto3" json:"part,omitempty"`    // export: the part index, -1 for the whole export
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReturnRefusal) Reset() {
 	*x = ReturnRefusal{}
-	mi := &file_vault_proto_msgTypes[25]
+	mi := &file_vault_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1735,7 @@ func (x *ReturnRefusal) String() string {
 func (*ReturnRefusal) ProtoMessage() {}
 
 func (x *ReturnRefusal) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[25]
+	mi := &file_vault_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1748,7 @@ func (x *ReturnRefusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnRefusal.ProtoReflect.Descriptor instead.
 func (*ReturnRefusal) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{25}
+	return file_vault_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReturnRefusal) GetDocument() string {
@@ -1680,6 +1793,13 @@ func (x *ReturnRefusal) GetReason() string {
 	return ""
 }
 
+func (x *ReturnRefusal) GetPart() int64 {
+	if x != nil {
+		return x.Part
+	}
+	return 0
+}
+
 var File_vault_proto protoreflect.FileDescriptor
 
 const file_vault_proto_rawDesc = "" +
@@ -1706,7 +1826,7 @@ const file_vault_proto_rawDesc = "" +
 	"categories\x12%\n" +
 	"\x0ecategory_index\x18\x04 \x01(\fR\rcategoryIndex\x12\x18\n" +
 	"\alengths\x18\x05 \x03(\rR\alengths\x12\x16\n" +
-	"\x06sealed\x18\x06 \x01(\fR\x06sealed\"\xf1\x02\n" +
+	"\x06sealed\x18\x06 \x01(\fR\x06sealed\"\xa3\x03\n" +
 	"\x12CreateLeaseRequest\x12\x10\n" +
 	"\x03run\x18\x01 \x01(\tR\x03run\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x16\n" +
@@ -1718,7 +1838,8 @@ const file_vault_proto_rawDesc = "" +
 	"\x0freturn_window_s\x18\b \x01(\x04R\rreturnWindowS\x12\x1d\n" +
 	"\n" +
 	"lifetime_s\x18\t \x01(\x03R\tlifetimeS\x129\n" +
-	"\x06values\x18\r \x01(\v2!.privacycut.vault.v1.SealedValuesR\x06valuesJ\x04\b\n" +
+	"\x06values\x18\r \x01(\v2!.privacycut.vault.v1.SealedValuesR\x06values\x120\n" +
+	"\x14output_schema_digest\x18\x0e \x01(\tR\x12outputSchemaDigestJ\x04\b\n" +
 	"\x10\vJ\x04\b\v\x10\fJ\x04\b\f\x10\r\"I\n" +
 	"\x10CreateLeaseReply\x12\x1d\n" +
 	"\n" +
@@ -1730,7 +1851,13 @@ const file_vault_proto_rawDesc = "" +
 	"\x10candidate_digest\x18\x03 \x01(\tR\x0fcandidateDigest\x12#\n" +
 	"\rexport_digest\x18\x04 \x01(\tR\fexportDigest\x12\x16\n" +
 	"\x06export\x18\x05 \x01(\fR\x06export\"\v\n" +
-	"\tBindReply\"\x94\x01\n" +
+	"\tBindReply\"}\n" +
+	"\rIssuedRequest\x12\x19\n" +
+	"\blease_id\x18\x01 \x01(\tR\aleaseId\x129\n" +
+	"\x06values\x18\x02 \x01(\v2!.privacycut.vault.v1.SealedValuesR\x06values\x12\x16\n" +
+	"\x06tokens\x18\x03 \x03(\tR\x06tokens\"%\n" +
+	"\vIssuedReply\x12\x16\n" +
+	"\x06issued\x18\x01 \x03(\bR\x06issued\"\x94\x01\n" +
 	"\fClaimRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x10\n" +
 	"\x03run\x18\x02 \x01(\tR\x03run\x12\x18\n" +
@@ -1810,18 +1937,20 @@ const file_vault_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x14\n" +
 	"\x05field\x18\x03 \x01(\tR\x05field\x12\x12\n" +
-	"\x04kind\x18\x04 \x01(\tR\x04kind\"\x9b\x01\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\"\xaf\x01\n" +
 	"\rReturnRefusal\x12\x1a\n" +
 	"\bdocument\x18\x01 \x01(\tR\bdocument\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04line\x18\x03 \x01(\x03R\x04line\x12\x16\n" +
 	"\x06column\x18\x04 \x01(\x03R\x06column\x12\x16\n" +
 	"\x06length\x18\x05 \x01(\x03R\x06length\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason2\xaa\b\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04part\x18\a \x01(\x03R\x04part2\xfa\b\n" +
 	"\x05Vault\x12N\n" +
 	"\x06Status\x12\".privacycut.vault.v1.StatusRequest\x1a .privacycut.vault.v1.StatusReply\x12]\n" +
 	"\vCreateLease\x12'.privacycut.vault.v1.CreateLeaseRequest\x1a%.privacycut.vault.v1.CreateLeaseReply\x12H\n" +
-	"\x04Bind\x12 .privacycut.vault.v1.BindRequest\x1a\x1e.privacycut.vault.v1.BindReply\x12K\n" +
+	"\x04Bind\x12 .privacycut.vault.v1.BindRequest\x1a\x1e.privacycut.vault.v1.BindReply\x12N\n" +
+	"\x06Issued\x12\".privacycut.vault.v1.IssuedRequest\x1a .privacycut.vault.v1.IssuedReply\x12K\n" +
 	"\x05Claim\x12!.privacycut.vault.v1.ClaimRequest\x1a\x1f.privacycut.vault.v1.LeaseReply\x12M\n" +
 	"\aConsume\x12!.privacycut.vault.v1.ClaimRequest\x1a\x1f.privacycut.vault.v1.LeaseReply\x12H\n" +
 	"\x06Revoke\x12\x1d.privacycut.vault.v1.LeaseRef\x1a\x1f.privacycut.vault.v1.LeaseReply\x12H\n" +
@@ -1845,7 +1974,7 @@ func file_vault_proto_rawDescGZIP() []byte {
 	return file_vault_proto_rawDescData
 }
 
-var file_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_vault_proto_goTypes = []any{
 	(*StatusRequest)(nil),      // 0: privacycut.vault.v1.StatusRequest
 	(*StatusReply)(nil),        // 1: privacycut.vault.v1.StatusReply
@@ -1854,65 +1983,70 @@ var file_vault_proto_goTypes = []any{
 	(*CreateLeaseReply)(nil),   // 4: privacycut.vault.v1.CreateLeaseReply
 	(*BindRequest)(nil),        // 5: privacycut.vault.v1.BindRequest
 	(*BindReply)(nil),          // 6: privacycut.vault.v1.BindReply
-	(*ClaimRequest)(nil),       // 7: privacycut.vault.v1.ClaimRequest
-	(*LeaseRef)(nil),           // 8: privacycut.vault.v1.LeaseRef
-	(*LeaseReply)(nil),         // 9: privacycut.vault.v1.LeaseReply
-	(*ListRequest)(nil),        // 10: privacycut.vault.v1.ListRequest
-	(*ListReply)(nil),          // 11: privacycut.vault.v1.ListReply
-	(*BackupRequest)(nil),      // 12: privacycut.vault.v1.BackupRequest
-	(*BackupStats)(nil),        // 13: privacycut.vault.v1.BackupStats
-	(*BackupChunk)(nil),        // 14: privacycut.vault.v1.BackupChunk
-	(*RestoreChunk)(nil),       // 15: privacycut.vault.v1.RestoreChunk
-	(*RestoreReply)(nil),       // 16: privacycut.vault.v1.RestoreReply
-	(*RotateRequest)(nil),      // 17: privacycut.vault.v1.RotateRequest
-	(*RotateReply)(nil),        // 18: privacycut.vault.v1.RotateReply
-	(*ProveErasureChunk)(nil),  // 19: privacycut.vault.v1.ProveErasureChunk
-	(*ProveErasureReply)(nil),  // 20: privacycut.vault.v1.ProveErasureReply
-	(*RehydrateHeader)(nil),    // 21: privacycut.vault.v1.RehydrateHeader
-	(*RehydrateChunk)(nil),     // 22: privacycut.vault.v1.RehydrateChunk
-	(*RehydrateReply)(nil),     // 23: privacycut.vault.v1.RehydrateReply
-	(*Refusal)(nil),            // 24: privacycut.vault.v1.Refusal
-	(*ReturnRefusal)(nil),      // 25: privacycut.vault.v1.ReturnRefusal
-	nil,                        // 26: privacycut.vault.v1.StatusReply.LeasesEntry
+	(*IssuedRequest)(nil),      // 7: privacycut.vault.v1.IssuedRequest
+	(*IssuedReply)(nil),        // 8: privacycut.vault.v1.IssuedReply
+	(*ClaimRequest)(nil),       // 9: privacycut.vault.v1.ClaimRequest
+	(*LeaseRef)(nil),           // 10: privacycut.vault.v1.LeaseRef
+	(*LeaseReply)(nil),         // 11: privacycut.vault.v1.LeaseReply
+	(*ListRequest)(nil),        // 12: privacycut.vault.v1.ListRequest
+	(*ListReply)(nil),          // 13: privacycut.vault.v1.ListReply
+	(*BackupRequest)(nil),      // 14: privacycut.vault.v1.BackupRequest
+	(*BackupStats)(nil),        // 15: privacycut.vault.v1.BackupStats
+	(*BackupChunk)(nil),        // 16: privacycut.vault.v1.BackupChunk
+	(*RestoreChunk)(nil),       // 17: privacycut.vault.v1.RestoreChunk
+	(*RestoreReply)(nil),       // 18: privacycut.vault.v1.RestoreReply
+	(*RotateRequest)(nil),      // 19: privacycut.vault.v1.RotateRequest
+	(*RotateReply)(nil),        // 20: privacycut.vault.v1.RotateReply
+	(*ProveErasureChunk)(nil),  // 21: privacycut.vault.v1.ProveErasureChunk
+	(*ProveErasureReply)(nil),  // 22: privacycut.vault.v1.ProveErasureReply
+	(*RehydrateHeader)(nil),    // 23: privacycut.vault.v1.RehydrateHeader
+	(*RehydrateChunk)(nil),     // 24: privacycut.vault.v1.RehydrateChunk
+	(*RehydrateReply)(nil),     // 25: privacycut.vault.v1.RehydrateReply
+	(*Refusal)(nil),            // 26: privacycut.vault.v1.Refusal
+	(*ReturnRefusal)(nil),      // 27: privacycut.vault.v1.ReturnRefusal
+	nil,                        // 28: privacycut.vault.v1.StatusReply.LeasesEntry
 }
 var file_vault_proto_depIdxs = []int32{
-	26, // 0: privacycut.vault.v1.StatusReply.leases:type_name -> privacycut.vault.v1.StatusReply.LeasesEntry
+	28, // 0: privacycut.vault.v1.StatusReply.leases:type_name -> privacycut.vault.v1.StatusReply.LeasesEntry
 	2,  // 1: privacycut.vault.v1.CreateLeaseRequest.values:type_name -> privacycut.vault.v1.SealedValues
-	9,  // 2: privacycut.vault.v1.ListReply.leases:type_name -> privacycut.vault.v1.LeaseReply
-	13, // 3: privacycut.vault.v1.BackupChunk.stats:type_name -> privacycut.vault.v1.BackupStats
-	2,  // 4: privacycut.vault.v1.RehydrateHeader.evidence_key:type_name -> privacycut.vault.v1.SealedValues
-	21, // 5: privacycut.vault.v1.RehydrateChunk.header:type_name -> privacycut.vault.v1.RehydrateHeader
-	0,  // 6: privacycut.vault.v1.Vault.Status:input_type -> privacycut.vault.v1.StatusRequest
-	3,  // 7: privacycut.vault.v1.Vault.CreateLease:input_type -> privacycut.vault.v1.CreateLeaseRequest
-	5,  // 8: privacycut.vault.v1.Vault.Bind:input_type -> privacycut.vault.v1.BindRequest
-	7,  // 9: privacycut.vault.v1.Vault.Claim:input_type -> privacycut.vault.v1.ClaimRequest
-	7,  // 10: privacycut.vault.v1.Vault.Consume:input_type -> privacycut.vault.v1.ClaimRequest
-	8,  // 11: privacycut.vault.v1.Vault.Revoke:input_type -> privacycut.vault.v1.LeaseRef
-	10, // 12: privacycut.vault.v1.Vault.List:input_type -> privacycut.vault.v1.ListRequest
-	8,  // 13: privacycut.vault.v1.Vault.Show:input_type -> privacycut.vault.v1.LeaseRef
-	12, // 14: privacycut.vault.v1.Vault.Backup:input_type -> privacycut.vault.v1.BackupRequest
-	15, // 15: privacycut.vault.v1.Vault.Restore:input_type -> privacycut.vault.v1.RestoreChunk
-	17, // 16: privacycut.vault.v1.Vault.Rotate:input_type -> privacycut.vault.v1.RotateRequest
-	19, // 17: privacycut.vault.v1.Vault.ProveErasure:input_type -> privacycut.vault.v1.ProveErasureChunk
-	22, // 18: privacycut.vault.v1.Vault.Rehydrate:input_type -> privacycut.vault.v1.RehydrateChunk
-	1,  // 19: privacycut.vault.v1.Vault.Status:output_type -> privacycut.vault.v1.StatusReply
-	4,  // 20: privacycut.vault.v1.Vault.CreateLease:output_type -> privacycut.vault.v1.CreateLeaseReply
-	6,  // 21: privacycut.vault.v1.Vault.Bind:output_type -> privacycut.vault.v1.BindReply
-	9,  // 22: privacycut.vault.v1.Vault.Claim:output_type -> privacycut.vault.v1.LeaseReply
-	9,  // 23: privacycut.vault.v1.Vault.Consume:output_type -> privacycut.vault.v1.LeaseReply
-	9,  // 24: privacycut.vault.v1.Vault.Revoke:output_type -> privacycut.vault.v1.LeaseReply
-	11, // 25: privacycut.vault.v1.Vault.List:output_type -> privacycut.vault.v1.ListReply
-	9,  // 26: privacycut.vault.v1.Vault.Show:output_type -> privacycut.vault.v1.LeaseReply
-	14, // 27: privacycut.vault.v1.Vault.Backup:output_type -> privacycut.vault.v1.BackupChunk
-	16, // 28: privacycut.vault.v1.Vault.Restore:output_type -> privacycut.vault.v1.RestoreReply
-	18, // 29: privacycut.vault.v1.Vault.Rotate:output_type -> privacycut.vault.v1.RotateReply
-	20, // 30: privacycut.vault.v1.Vault.ProveErasure:output_type -> privacycut.vault.v1.ProveErasureReply
-	23, // 31: privacycut.vault.v1.Vault.Rehydrate:output_type -> privacycut.vault.v1.RehydrateReply
-	19, // [19:32] is the sub-list for method output_type
-	6,  // [6:19] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	2,  // 2: privacycut.vault.v1.IssuedRequest.values:type_name -> privacycut.vault.v1.SealedValues
+	11, // 3: privacycut.vault.v1.ListReply.leases:type_name -> privacycut.vault.v1.LeaseReply
+	15, // 4: privacycut.vault.v1.BackupChunk.stats:type_name -> privacycut.vault.v1.BackupStats
+	2,  // 5: privacycut.vault.v1.RehydrateHeader.evidence_key:type_name -> privacycut.vault.v1.SealedValues
+	23, // 6: privacycut.vault.v1.RehydrateChunk.header:type_name -> privacycut.vault.v1.RehydrateHeader
+	0,  // 7: privacycut.vault.v1.Vault.Status:input_type -> privacycut.vault.v1.StatusRequest
+	3,  // 8: privacycut.vault.v1.Vault.CreateLease:input_type -> privacycut.vault.v1.CreateLeaseRequest
+	5,  // 9: privacycut.vault.v1.Vault.Bind:input_type -> privacycut.vault.v1.BindRequest
+	7,  // 10: privacycut.vault.v1.Vault.Issued:input_type -> privacycut.vault.v1.IssuedRequest
+	9,  // 11: privacycut.vault.v1.Vault.Claim:input_type -> privacycut.vault.v1.ClaimRequest
+	9,  // 12: privacycut.vault.v1.Vault.Consume:input_type -> privacycut.vault.v1.ClaimRequest
+	10, // 13: privacycut.vault.v1.Vault.Revoke:input_type -> privacycut.vault.v1.LeaseRef
+	12, // 14: privacycut.vault.v1.Vault.List:input_type -> privacycut.vault.v1.ListRequest
+	10, // 15: privacycut.vault.v1.Vault.Show:input_type -> privacycut.vault.v1.LeaseRef
+	14, // 16: privacycut.vault.v1.Vault.Backup:input_type -> privacycut.vault.v1.BackupRequest
+	17, // 17: privacycut.vault.v1.Vault.Restore:input_type -> privacycut.vault.v1.RestoreChunk
+	19, // 18: privacycut.vault.v1.Vault.Rotate:input_type -> privacycut.vault.v1.RotateRequest
+	21, // 19: privacycut.vault.v1.Vault.ProveErasure:input_type -> privacycut.vault.v1.ProveErasureChunk
+	24, // 20: privacycut.vault.v1.Vault.Rehydrate:input_type -> privacycut.vault.v1.RehydrateChunk
+	1,  // 21: privacycut.vault.v1.Vault.Status:output_type -> privacycut.vault.v1.StatusReply
+	4,  // 22: privacycut.vault.v1.Vault.CreateLease:output_type -> privacycut.vault.v1.CreateLeaseReply
+	6,  // 23: privacycut.vault.v1.Vault.Bind:output_type -> privacycut.vault.v1.BindReply
+	8,  // 24: privacycut.vault.v1.Vault.Issued:output_type -> privacycut.vault.v1.IssuedReply
+	11, // 25: privacycut.vault.v1.Vault.Claim:output_type -> privacycut.vault.v1.LeaseReply
+	11, // 26: privacycut.vault.v1.Vault.Consume:output_type -> privacycut.vault.v1.LeaseReply
+	11, // 27: privacycut.vault.v1.Vault.Revoke:output_type -> privacycut.vault.v1.LeaseReply
+	13, // 28: privacycut.vault.v1.Vault.List:output_type -> privacycut.vault.v1.ListReply
+	11, // 29: privacycut.vault.v1.Vault.Show:output_type -> privacycut.vault.v1.LeaseReply
+	16, // 30: privacycut.vault.v1.Vault.Backup:output_type -> privacycut.vault.v1.BackupChunk
+	18, // 31: privacycut.vault.v1.Vault.Restore:output_type -> privacycut.vault.v1.RestoreReply
+	20, // 32: privacycut.vault.v1.Vault.Rotate:output_type -> privacycut.vault.v1.RotateReply
+	22, // 33: privacycut.vault.v1.Vault.ProveErasure:output_type -> privacycut.vault.v1.ProveErasureReply
+	25, // 34: privacycut.vault.v1.Vault.Rehydrate:output_type -> privacycut.vault.v1.RehydrateReply
+	21, // [21:35] is the sub-list for method output_type
+	7,  // [7:21] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_vault_proto_init() }
@@ -1926,7 +2060,7 @@ func file_vault_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vault_proto_rawDesc), len(file_vault_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

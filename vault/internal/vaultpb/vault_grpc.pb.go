@@ -30,6 +30,7 @@ const (
 	Vault_Status_FullMethodName       = "/privacycut.vault.v1.Vault/Status"
 	Vault_CreateLease_FullMethodName  = "/privacycut.vault.v1.Vault/CreateLease"
 	Vault_Bind_FullMethodName         = "/privacycut.vault.v1.Vault/Bind"
+	Vault_Issued_FullMethodName       = "/privacycut.vault.v1.Vault/Issued"
 	Vault_Claim_FullMethodName        = "/privacycut.vault.v1.Vault/Claim"
 	Vault_Consume_FullMethodName      = "/privacycut.vault.v1.Vault/Consume"
 	Vault_Revoke_FullMethodName       = "/privacycut.vault.v1.Vault/Revoke"
@@ -49,6 +50,9 @@ type VaultClient interface {
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusReply, error)
 	CreateLease(ctx context.Context, in *CreateLeaseRequest, opts ...grpc.CallOption) (*CreateLeaseReply, error)
 	Bind(ctx context.Context, in *BindRequest, opts ...grpc.CallOption) (*BindReply, error)
+	// Issued: for each (category, value) pair, sealed as CreateLease's are,
+	// whether the token beside it is the one the lease issued for it.
+	Issued(ctx context.Context, in *IssuedRequest, opts ...grpc.CallOption) (*IssuedReply, error)
 	Claim(ctx context.Context, in *ClaimRequest, opts ...grpc.CallOption) (*LeaseReply, error)
 	Consume(ctx context.Context, in *ClaimRequest, opts ...grpc.CallOption) (*LeaseReply, error)
 	Revoke(ctx context.Context, in *LeaseRef, opts ...grpc.CallOption) (*LeaseReply, error)
@@ -98,6 +102,16 @@ func (c *vaultClient) Bind(ctx context.Context, in *BindRequest, opts ...grpc.Ca
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BindReply)
 	err := c.cc.Invoke(ctx, Vault_Bind_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *vaultClient) Issued(ctx context.Context, in *IssuedRequest, opts ...grpc.CallOption) (*IssuedReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IssuedReply)
+	err := c.cc.Invoke(ctx, Vault_Issued_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +243,9 @@ type VaultServer interface {
 	Status(context.Context, *StatusRequest) (*StatusReply, error)
 	CreateLease(context.Context, *CreateLeaseRequest) (*CreateLeaseReply, error)
 	Bind(context.Context, *BindRequest) (*BindReply, error)
+	// Issued: for each (category, value) pair, sealed as CreateLease's are,
+	// whether the token beside it is the one the lease issued for it.
+	Issued(context.Context, *IssuedRequest) (*IssuedReply, error)
 	Claim(context.Context, *ClaimRequest) (*LeaseReply, error)
 	Consume(context.Context, *ClaimRequest) (*LeaseReply, error)
 	Revoke(context.Context, *LeaseRef) (*LeaseReply, error)
@@ -262,6 +279,9 @@ func (UnimplementedVaultServer) CreateLease(context.Context, *CreateLeaseRequest
 }
 func (UnimplementedVaultServer) Bind(context.Context, *BindRequest) (*BindReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Bind not implemented")
+}
+func (UnimplementedVaultServer) Issued(context.Context, *IssuedRequest) (*IssuedReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Issued not implemented")
 }
 func (UnimplementedVaultServer) Claim(context.Context, *ClaimRequest) (*LeaseReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Claim not implemented")
@@ -364,6 +384,24 @@ func _Vault_Bind_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(VaultServer).Bind(ctx, req.(*BindRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Vault_Issued_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IssuedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VaultServer).Issued(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Vault_Issued_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VaultServer).Issued(ctx, req.(*IssuedRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -526,6 +564,10 @@ var Vault_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Bind",
 			Handler:    _Vault_Bind_Handler,
+		},
+		{
+			MethodName: "Issued",
+			Handler:    _Vault_Issued_Handler,
 		},
 		{
 			MethodName: "Claim",
