@@ -102,6 +102,11 @@ func (p *Pipeline) VerifyBundle(ctx context.Context, in Reverify) (receipts.Veri
 			req.OutputSchema = in.Bundle[m.Value.Off:m.Value.End]
 		}
 	}
+	if b.Lease != nil {
+		// The vault that issued a reversible bundle's tokens is asked about
+		// them; without one, token-consistency fails saying so.
+		p.issuerFor(&req, *b.Lease, nil)
+	}
 	vs, err := p.verifier.begin(ctx, p.budget())
 	if err != nil {
 		return receipts.Verification{}, err

@@ -32,6 +32,10 @@ type Options struct {
 	// Vault is a connection to vaultd, required for reversible cuts (nil:
 	// they are refused VAULT_PROFILE_NOT_PROVEN). The caller closes it.
 	Vault *client.Client
+	// VaultSocket is the path of Vault's socket. A verifier in its own
+	// process dials it to ask the vault about a reversible cut's tokens;
+	// without it the plugin is given the vault's grant reply instead.
+	VaultSocket string
 	// Journal records refusals, seals and admissions (nil: none).
 	Journal *egress.Journal
 	// Authority is the seal authority and egress gate. nil: a new one
@@ -97,6 +101,12 @@ func (p *Pipeline) budget() func(int) time.Duration {
 		return p.opt.VerifyBudget
 	}
 	return DefaultVerifyBudget
+}
+
+// isInProcess reports whether the pipeline's verifier runs in this process.
+func (p *Pipeline) isInProcess() bool {
+	_, ok := p.verifier.(inProcess)
+	return ok
 }
 
 func (p *Pipeline) command() string {
@@ -328,9 +338,9 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 		vreq.OutputSchema = in.Schema
 	}
 	if vault != nil {
-		// The verifier checks each slot's token against the vault's grant
-		// reply (the tokens, in the order of the values sent).
-		vreq.Issuer, vreq.Lease = &verifier.Granted{Lease: vault.lease, Tokens: vault.tokens}, vault.lease
+		// The verifier checks each slot's token with the vault that
+		// issued it.
+		p.issuerFor(&vreq, vault.lease, vault.tokens)
 	}
 	verdict, err := vs.verify(ctx, vreq)
 	if err != nil {

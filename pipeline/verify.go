@@ -61,7 +61,7 @@ const PluginArg = plugin.Arg
 // go-plugin's gRPC, and exits. Otherwise it returns at once. A program that
 // uses SelfPlugin calls it first thing in main.
 func ServePluginIfRequested() {
-	plugin.ServeIfPlugin(plugin.Options{Harden: harden.Apply})
+	plugin.ServeIfPlugin(plugin.Options{Harden: harden.Apply, DialIssuer: dialIssuer})
 }
 
 // Plugin returns the verifier run out of process: exe, started with args,

@@ -50,6 +50,7 @@ type Cmd struct {
 	Env
 	name    string   // "cut check", for messages
 	cmd     *command // the command being run
+	sock    string   // the vault socket dialed, for a plugin verifier to dial too
 	frees   []func() // of the buffers from c.buffer, called when Run returns
 	closers []func() // of the command's pipelines, called before the frees
 }

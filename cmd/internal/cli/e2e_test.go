@@ -169,6 +169,22 @@ func TestReversibleThroughCLI(t *testing.T) {
 		"--target", model.URL+"/v1/honest", "--mode", "reversible", "--schema", schema, "-o", plan, proj); code != 0 {
 		t.Fatalf("plan init: %d %s", code, errb)
 	}
+	// A prepared bundle re-verifies with the vault that issued its tokens
+	// (the verifier plugin asks it), and fails token-consistency, saying
+	// why, without one.
+	bundle := filepath.Join(dir, "bundle.json")
+	if code, _, errb := run("prepare", "--vocab", vocab, "--plan", plan, "-o", bundle, "--json", proj); code != 0 {
+		t.Fatalf("prepare: %d %s", code, errb)
+	}
+	if code, out, errb := run("verify", "--vocab", vocab, "--plan", plan, "--source", proj, "--json", bundle); code != 0 {
+		t.Fatalf("verify with the vault: %d\n%s\n%s", code, out, errb)
+	}
+	env[len(env)-1] = "PRIVACYCUT_VAULT="
+	if code, out, _ := run("verify", "--vocab", vocab, "--plan", plan, "--source", proj, "--json", bundle); code != 4 ||
+		!bytes.Contains(out, []byte(`"name":"token-consistency","ok":false`)) {
+		t.Fatalf("verify without a vault: exit %d\n%s", code, out)
+	}
+	env[len(env)-1] = "PRIVACYCUT_VAULT=" + v.sock
 	q := filepath.Join(dir, "answer.json")
 	code, out, errb := run("send", "--vocab", vocab, "--plan", plan, "--schema", schema, "--quarantine", q, "--json", proj)
 	if code != 0 {

@@ -110,6 +110,7 @@ func (c *Cmd) dialSocket(sock string) (*client.Client, error) {
 			opt.ServerUIDs = append(opt.ServerUIDs, uint32(uid))
 		}
 	}
+	c.sock = sock
 	cl, err := client.DialWith(sock, opt)
 	if err != nil {
 		return nil, fmt.Errorf("vault: %w", err)

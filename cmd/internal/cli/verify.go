@@ -1,15 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/client"
 )
 
 func init() {
-	register(&command{name: "verify", synopsis: "--vocab V --plan P --source PROJ [--verifier plugin|inprocess] [--json] BUNDLE",
+	register(&command{name: "verify", synopsis: "--vocab V --plan P --source PROJ [--vault SOCK] [--verifier plugin|inprocess] [--json] BUNDLE",
 		summary: "re-verify a CutBundle@1 against its source, plan and vocabulary", run: runVerify})
 }
 
@@ -24,6 +26,7 @@ func runVerify(ctx context.Context, c *Cmd, args []string) error {
 	keyPath := fs.String("evidence-key", "", "evidence key `file`")
 	mode := fs.String("verifier", "plugin", "plugin (out of process) or inprocess")
 	asJSON := fs.Bool("json", false, "print the CutVerification@1 document")
+	vaultFlag := fs.String("vault", "", "vaultd `socket` that issued a reversible bundle's tokens (default $PRIVACYCUT_VAULT): the verifier asks it about them")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -51,7 +54,16 @@ func runVerify(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := c.pipelineFor(key, *mode, nil)
+	var vault *client.Client
+	if bytes.Contains(bundleBytes, []byte(`"lease":"`)) && c.vaultSocket(*vaultFlag) != "" {
+		if vault, err = c.dialVault(*vaultFlag); err != nil {
+			c.hintf("the vault cannot be asked about the bundle's tokens (%v): token-consistency will fail", err)
+			vault = nil
+		} else {
+			defer vault.Close()
+		}
+	}
+	p, err := c.pipelineFor(key, *mode, vault)
 	if err != nil {
 		return err
 	}
