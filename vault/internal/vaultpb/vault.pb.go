@@ -74,6 +74,7 @@ type StatusReply struct {
 	MaxLeaseS     int64                  `protobuf:"varint,5,opt,name=max_lease_s,json=maxLeaseS,proto3" json:"max_lease_s,omitempty"`
 	Leases        map[string]uint64      `protobuf:"bytes,6,rep,name=leases,proto3" json:"leases,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"` // count per state
 	ArenaError    string                 `protobuf:"bytes,7,opt,name=arena_error,json=arenaError,proto3" json:"arena_error,omitempty"`                                                  // why there is no arena
+	Storage       *StorageSpace          `protobuf:"bytes,20,opt,name=storage,proto3" json:"storage,omitempty"`                                                                         // free space against the floor
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -157,6 +158,159 @@ func (x *StatusReply) GetArenaError() string {
 	return ""
 }
 
+func (x *StatusReply) GetStorage() *StorageSpace {
+	if x != nil {
+		return x.Storage
+	}
+	return nil
+}
+
+// StorageSpace is the free space of the state and key directories' file
+// systems against the vault's floor (vaultapi.Storage).
+type StorageSpace struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FloorBytes    int64                  `protobuf:"varint,1,opt,name=floor_bytes,json=floorBytes,proto3" json:"floor_bytes,omitempty"`
+	StateDir      *DirSpace              `protobuf:"bytes,2,opt,name=state_dir,json=stateDir,proto3" json:"state_dir,omitempty"`
+	KeyDir        *DirSpace              `protobuf:"bytes,3,opt,name=key_dir,json=keyDir,proto3" json:"key_dir,omitempty"`
+	BelowFloor    bool                   `protobuf:"varint,4,opt,name=below_floor,json=belowFloor,proto3" json:"below_floor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StorageSpace) Reset() {
+	*x = StorageSpace{}
+	mi := &file_vault_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StorageSpace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StorageSpace) ProtoMessage() {}
+
+func (x *StorageSpace) ProtoReflect() protoreflect.Message {
+	mi := &file_vault_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StorageSpace.ProtoReflect.Descriptor instead.
+func (*StorageSpace) Descriptor() ([]byte, []int) {
+	return file_vault_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StorageSpace) GetFloorBytes() int64 {
+	if x != nil {
+		return x.FloorBytes
+	}
+	return 0
+}
+
+func (x *StorageSpace) GetStateDir() *DirSpace {
+	if x != nil {
+		return x.StateDir
+	}
+	return nil
+}
+
+func (x *StorageSpace) GetKeyDir() *DirSpace {
+	if x != nil {
+		return x.KeyDir
+	}
+	return nil
+}
+
+func (x *StorageSpace) GetBelowFloor() bool {
+	if x != nil {
+		return x.BelowFloor
+	}
+	return false
+}
+
+type DirSpace struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FreeBytes     int64                  `protobuf:"varint,1,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	TotalBytes    int64                  `protobuf:"varint,2,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	FreeInodes    int64                  `protobuf:"varint,3,opt,name=free_inodes,json=freeInodes,proto3" json:"free_inodes,omitempty"`
+	BelowFloor    bool                   `protobuf:"varint,4,opt,name=below_floor,json=belowFloor,proto3" json:"below_floor,omitempty"`
+	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirSpace) Reset() {
+	*x = DirSpace{}
+	mi := &file_vault_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirSpace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirSpace) ProtoMessage() {}
+
+func (x *DirSpace) ProtoReflect() protoreflect.Message {
+	mi := &file_vault_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirSpace.ProtoReflect.Descriptor instead.
+func (*DirSpace) Descriptor() ([]byte, []int) {
+	return file_vault_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DirSpace) GetFreeBytes() int64 {
+	if x != nil {
+		return x.FreeBytes
+	}
+	return 0
+}
+
+func (x *DirSpace) GetTotalBytes() int64 {
+	if x != nil {
+		return x.TotalBytes
+	}
+	return 0
+}
+
+func (x *DirSpace) GetFreeInodes() int64 {
+	if x != nil {
+		return x.FreeInodes
+	}
+	return 0
+}
+
+func (x *DirSpace) GetBelowFloor() bool {
+	if x != nil {
+		return x.BelowFloor
+	}
+	return false
+}
+
+func (x *DirSpace) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // SealedValues are owner values sealed as one message to the vault's
 // public key (package vault/seal): only `sealed` is secret; categories,
 // indexes and lengths travel in clear and are bound to it as associated
@@ -175,7 +329,7 @@ type SealedValues struct {
 
 func (x *SealedValues) Reset() {
 	*x = SealedValues{}
-	mi := &file_vault_proto_msgTypes[2]
+	mi := &file_vault_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -187,7 +341,7 @@ func (x *SealedValues) String() string {
 func (*SealedValues) ProtoMessage() {}
 
 func (x *SealedValues) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[2]
+	mi := &file_vault_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -200,7 +354,7 @@ func (x *SealedValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SealedValues.ProtoReflect.Descriptor instead.
 func (*SealedValues) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{2}
+	return file_vault_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SealedValues) GetEphemeralPublicKey() []byte {
@@ -263,7 +417,7 @@ type CreateLeaseRequest struct {
 
 func (x *CreateLeaseRequest) Reset() {
 	*x = CreateLeaseRequest{}
-	mi := &file_vault_proto_msgTypes[3]
+	mi := &file_vault_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -275,7 +429,7 @@ func (x *CreateLeaseRequest) String() string {
 func (*CreateLeaseRequest) ProtoMessage() {}
 
 func (x *CreateLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[3]
+	mi := &file_vault_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -288,7 +442,7 @@ func (x *CreateLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLeaseRequest.ProtoReflect.Descriptor instead.
 func (*CreateLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{3}
+	return file_vault_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateLeaseRequest) GetRun() string {
@@ -371,7 +525,7 @@ type CreateLeaseReply struct {
 
 func (x *CreateLeaseReply) Reset() {
 	*x = CreateLeaseReply{}
-	mi := &file_vault_proto_msgTypes[4]
+	mi := &file_vault_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -383,7 +537,7 @@ func (x *CreateLeaseReply) String() string {
 func (*CreateLeaseReply) ProtoMessage() {}
 
 func (x *CreateLeaseReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[4]
+	mi := &file_vault_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -396,7 +550,7 @@ func (x *CreateLeaseReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLeaseReply.ProtoReflect.Descriptor instead.
 func (*CreateLeaseReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{4}
+	return file_vault_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateLeaseReply) GetLeaseJson() []byte {
@@ -426,7 +580,7 @@ type BindRequest struct {
 
 func (x *BindRequest) Reset() {
 	*x = BindRequest{}
-	mi := &file_vault_proto_msgTypes[5]
+	mi := &file_vault_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +592,7 @@ func (x *BindRequest) String() string {
 func (*BindRequest) ProtoMessage() {}
 
 func (x *BindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[5]
+	mi := &file_vault_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +605,7 @@ func (x *BindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindRequest.ProtoReflect.Descriptor instead.
 func (*BindRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{5}
+	return file_vault_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BindRequest) GetLeaseId() string {
@@ -497,7 +651,7 @@ type BindReply struct {
 
 func (x *BindReply) Reset() {
 	*x = BindReply{}
-	mi := &file_vault_proto_msgTypes[6]
+	mi := &file_vault_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +663,7 @@ func (x *BindReply) String() string {
 func (*BindReply) ProtoMessage() {}
 
 func (x *BindReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[6]
+	mi := &file_vault_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +676,7 @@ func (x *BindReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindReply.ProtoReflect.Descriptor instead.
 func (*BindReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{6}
+	return file_vault_proto_rawDescGZIP(), []int{8}
 }
 
 type ClaimRequest struct {
@@ -538,7 +692,7 @@ type ClaimRequest struct {
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_vault_proto_msgTypes[7]
+	mi := &file_vault_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +704,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[7]
+	mi := &file_vault_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +717,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{7}
+	return file_vault_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ClaimRequest) GetLeaseId() string {
@@ -610,7 +764,7 @@ type LeaseRef struct {
 
 func (x *LeaseRef) Reset() {
 	*x = LeaseRef{}
-	mi := &file_vault_proto_msgTypes[8]
+	mi := &file_vault_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +776,7 @@ func (x *LeaseRef) String() string {
 func (*LeaseRef) ProtoMessage() {}
 
 func (x *LeaseRef) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[8]
+	mi := &file_vault_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +789,7 @@ func (x *LeaseRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRef.ProtoReflect.Descriptor instead.
 func (*LeaseRef) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{8}
+	return file_vault_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LeaseRef) GetLeaseId() string {
@@ -656,7 +810,7 @@ type LeaseReply struct {
 
 func (x *LeaseReply) Reset() {
 	*x = LeaseReply{}
-	mi := &file_vault_proto_msgTypes[9]
+	mi := &file_vault_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -668,7 +822,7 @@ func (x *LeaseReply) String() string {
 func (*LeaseReply) ProtoMessage() {}
 
 func (x *LeaseReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[9]
+	mi := &file_vault_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -681,7 +835,7 @@ func (x *LeaseReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseReply.ProtoReflect.Descriptor instead.
 func (*LeaseReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{9}
+	return file_vault_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LeaseReply) GetLeaseJson() []byte {
@@ -713,7 +867,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_vault_proto_msgTypes[10]
+	mi := &file_vault_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +879,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[10]
+	mi := &file_vault_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +892,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{10}
+	return file_vault_proto_rawDescGZIP(), []int{12}
 }
 
 type ListReply struct {
@@ -750,7 +904,7 @@ type ListReply struct {
 
 func (x *ListReply) Reset() {
 	*x = ListReply{}
-	mi := &file_vault_proto_msgTypes[11]
+	mi := &file_vault_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -762,7 +916,7 @@ func (x *ListReply) String() string {
 func (*ListReply) ProtoMessage() {}
 
 func (x *ListReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[11]
+	mi := &file_vault_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -775,7 +929,7 @@ func (x *ListReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReply.ProtoReflect.Descriptor instead.
 func (*ListReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{11}
+	return file_vault_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListReply) GetLeases() []*LeaseReply {
@@ -793,7 +947,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_vault_proto_msgTypes[12]
+	mi := &file_vault_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +959,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[12]
+	mi := &file_vault_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +972,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{12}
+	return file_vault_proto_rawDescGZIP(), []int{14}
 }
 
 type BackupStats struct {
@@ -832,7 +986,7 @@ type BackupStats struct {
 
 func (x *BackupStats) Reset() {
 	*x = BackupStats{}
-	mi := &file_vault_proto_msgTypes[13]
+	mi := &file_vault_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +998,7 @@ func (x *BackupStats) String() string {
 func (*BackupStats) ProtoMessage() {}
 
 func (x *BackupStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[13]
+	mi := &file_vault_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +1011,7 @@ func (x *BackupStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupStats.ProtoReflect.Descriptor instead.
 func (*BackupStats) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{13}
+	return file_vault_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BackupStats) GetLeases() uint32 {
@@ -891,7 +1045,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_vault_proto_msgTypes[14]
+	mi := &file_vault_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +1057,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[14]
+	mi := &file_vault_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +1070,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{14}
+	return file_vault_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BackupChunk) GetData() []byte {
@@ -942,7 +1096,7 @@ type RestoreChunk struct {
 
 func (x *RestoreChunk) Reset() {
 	*x = RestoreChunk{}
-	mi := &file_vault_proto_msgTypes[15]
+	mi := &file_vault_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1108,7 @@ func (x *RestoreChunk) String() string {
 func (*RestoreChunk) ProtoMessage() {}
 
 func (x *RestoreChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[15]
+	mi := &file_vault_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1121,7 @@ func (x *RestoreChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreChunk.ProtoReflect.Descriptor instead.
 func (*RestoreChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{15}
+	return file_vault_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RestoreChunk) GetData() []byte {
@@ -988,7 +1142,7 @@ type RestoreReply struct {
 
 func (x *RestoreReply) Reset() {
 	*x = RestoreReply{}
-	mi := &file_vault_proto_msgTypes[16]
+	mi := &file_vault_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1154,7 @@ func (x *RestoreReply) String() string {
 func (*RestoreReply) ProtoMessage() {}
 
 func (x *RestoreReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[16]
+	mi := &file_vault_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1167,7 @@ func (x *RestoreReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreReply.ProtoReflect.Descriptor instead.
 func (*RestoreReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{16}
+	return file_vault_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RestoreReply) GetRestored() uint32 {
@@ -1045,7 +1199,7 @@ type RotateRequest struct {
 
 func (x *RotateRequest) Reset() {
 	*x = RotateRequest{}
-	mi := &file_vault_proto_msgTypes[17]
+	mi := &file_vault_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1211,7 @@ func (x *RotateRequest) String() string {
 func (*RotateRequest) ProtoMessage() {}
 
 func (x *RotateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[17]
+	mi := &file_vault_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1224,7 @@ func (x *RotateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRequest.ProtoReflect.Descriptor instead.
 func (*RotateRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{17}
+	return file_vault_proto_rawDescGZIP(), []int{19}
 }
 
 type RotateReply struct {
@@ -1085,7 +1239,7 @@ type RotateReply struct {
 
 func (x *RotateReply) Reset() {
 	*x = RotateReply{}
-	mi := &file_vault_proto_msgTypes[18]
+	mi := &file_vault_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1251,7 @@ func (x *RotateReply) String() string {
 func (*RotateReply) ProtoMessage() {}
 
 func (x *RotateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[18]
+	mi := &file_vault_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1264,7 @@ func (x *RotateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateReply.ProtoReflect.Descriptor instead.
 func (*RotateReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{18}
+	return file_vault_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RotateReply) GetFrom() uint64 {
@@ -1152,7 +1306,7 @@ type ProveErasureChunk struct {
 
 func (x *ProveErasureChunk) Reset() {
 	*x = ProveErasureChunk{}
-	mi := &file_vault_proto_msgTypes[19]
+	mi := &file_vault_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1318,7 @@ func (x *ProveErasureChunk) String() string {
 func (*ProveErasureChunk) ProtoMessage() {}
 
 func (x *ProveErasureChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[19]
+	mi := &file_vault_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1331,7 @@ func (x *ProveErasureChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProveErasureChunk.ProtoReflect.Descriptor instead.
 func (*ProveErasureChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{19}
+	return file_vault_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ProveErasureChunk) GetDestroyedLease() string {
@@ -1210,7 +1364,7 @@ type ProveErasureReply struct {
 
 func (x *ProveErasureReply) Reset() {
 	*x = ProveErasureReply{}
-	mi := &file_vault_proto_msgTypes[20]
+	mi := &file_vault_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1376,7 @@ func (x *ProveErasureReply) String() string {
 func (*ProveErasureReply) ProtoMessage() {}
 
 func (x *ProveErasureReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[20]
+	mi := &file_vault_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1389,7 @@ func (x *ProveErasureReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProveErasureReply.ProtoReflect.Descriptor instead.
 func (*ProveErasureReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{20}
+	return file_vault_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ProveErasureReply) GetReportJson() []byte {
@@ -1267,7 +1421,7 @@ type RehydrateHeader struct {
 
 func (x *RehydrateHeader) Reset() {
 	*x = RehydrateHeader{}
-	mi := &file_vault_proto_msgTypes[21]
+	mi := &file_vault_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1279,7 +1433,7 @@ func (x *RehydrateHeader) String() string {
 func (*RehydrateHeader) ProtoMessage() {}
 
 func (x *RehydrateHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[21]
+	mi := &file_vault_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1292,7 +1446,7 @@ func (x *RehydrateHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RehydrateHeader.ProtoReflect.Descriptor instead.
 func (*RehydrateHeader) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{21}
+	return file_vault_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RehydrateHeader) GetLeaseId() string {
@@ -1403,7 +1557,7 @@ type RehydrateChunk struct {
 
 func (x *RehydrateChunk) Reset() {
 	*x = RehydrateChunk{}
-	mi := &file_vault_proto_msgTypes[22]
+	mi := &file_vault_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1569,7 @@ func (x *RehydrateChunk) String() string {
 func (*RehydrateChunk) ProtoMessage() {}
 
 func (x *RehydrateChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[22]
+	mi := &file_vault_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1582,7 @@ func (x *RehydrateChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RehydrateChunk.ProtoReflect.Descriptor instead.
 func (*RehydrateChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{22}
+	return file_vault_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RehydrateChunk) GetHeader() *RehydrateHeader {
@@ -1461,7 +1615,7 @@ type RehydrateReply struct {
 
 func (x *RehydrateReply) Reset() {
 	*x = RehydrateReply{}
-	mi := &file_vault_proto_msgTypes[23]
+	mi := &file_vault_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1627,7 @@ func (x *RehydrateReply) String() string {
 func (*RehydrateReply) ProtoMessage() {}
 
 func (x *RehydrateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[23]
+	mi := &file_vault_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1640,7 @@ func (x *RehydrateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RehydrateReply.ProtoReflect.Descriptor instead.
 func (*RehydrateReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{23}
+	return file_vault_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RehydrateReply) GetOutputSize() uint64 {
@@ -1537,7 +1691,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_vault_proto_msgTypes[24]
+	mi := &file_vault_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1703,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[24]
+	mi := &file_vault_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1716,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{24}
+	return file_vault_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Refusal) GetCode() string {
@@ -1610,7 +1764,7 @@ type ReturnRefusal struct {
 
 func (x *ReturnRefusal) Reset() {
 	*x = ReturnRefusal{}
-	mi := &file_vault_proto_msgTypes[25]
+	mi := &file_vault_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1776,7 @@ func (x *ReturnRefusal) String() string {
 func (*ReturnRefusal) ProtoMessage() {}
 
 func (x *ReturnRefusal) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[25]
+	mi := &file_vault_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1789,7 @@ func (x *ReturnRefusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnRefusal.ProtoReflect.Descriptor instead.
 func (*ReturnRefusal) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{25}
+	return file_vault_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReturnRefusal) GetDocument() string {
@@ -1685,7 +1839,7 @@ var File_vault_proto protoreflect.FileDescriptor
 const file_vault_proto_rawDesc = "" +
 	"\n" +
 	"\vvault.proto\x12\x13privacycut.vault.v1\"\x0f\n" +
-	"\rStatusRequest\"\xca\x02\n" +
+	"\rStatusRequest\"\x87\x03\n" +
 	"\vStatusReply\x12!\n" +
 	"\fprofile_json\x18\x01 \x01(\fR\vprofileJson\x12&\n" +
 	"\x0fseal_public_key\x18\x02 \x01(\fR\rsealPublicKey\x12\x18\n" +
@@ -1694,10 +1848,28 @@ const file_vault_proto_rawDesc = "" +
 	"\vmax_lease_s\x18\x05 \x01(\x03R\tmaxLeaseS\x12D\n" +
 	"\x06leases\x18\x06 \x03(\v2,.privacycut.vault.v1.StatusReply.LeasesEntryR\x06leases\x12\x1f\n" +
 	"\varena_error\x18\a \x01(\tR\n" +
-	"arenaError\x1a9\n" +
+	"arenaError\x12;\n" +
+	"\astorage\x18\x14 \x01(\v2!.privacycut.vault.v1.StorageSpaceR\astorage\x1a9\n" +
 	"\vLeasesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xeb\x01\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xc4\x01\n" +
+	"\fStorageSpace\x12\x1f\n" +
+	"\vfloor_bytes\x18\x01 \x01(\x03R\n" +
+	"floorBytes\x12:\n" +
+	"\tstate_dir\x18\x02 \x01(\v2\x1d.privacycut.vault.v1.DirSpaceR\bstateDir\x126\n" +
+	"\akey_dir\x18\x03 \x01(\v2\x1d.privacycut.vault.v1.DirSpaceR\x06keyDir\x12\x1f\n" +
+	"\vbelow_floor\x18\x04 \x01(\bR\n" +
+	"belowFloor\"\xa2\x01\n" +
+	"\bDirSpace\x12\x1d\n" +
+	"\n" +
+	"free_bytes\x18\x01 \x01(\x03R\tfreeBytes\x12\x1f\n" +
+	"\vtotal_bytes\x18\x02 \x01(\x03R\n" +
+	"totalBytes\x12\x1f\n" +
+	"\vfree_inodes\x18\x03 \x01(\x03R\n" +
+	"freeInodes\x12\x1f\n" +
+	"\vbelow_floor\x18\x04 \x01(\bR\n" +
+	"belowFloor\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xeb\x01\n" +
 	"\fSealedValues\x120\n" +
 	"\x14ephemeral_public_key\x18\x01 \x01(\fR\x12ephemeralPublicKey\x120\n" +
 	"\x14recipient_public_key\x18\x02 \x01(\fR\x12recipientPublicKey\x12\x1e\n" +
@@ -1845,74 +2017,79 @@ func file_vault_proto_rawDescGZIP() []byte {
 	return file_vault_proto_rawDescData
 }
 
-var file_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_vault_proto_goTypes = []any{
 	(*StatusRequest)(nil),      // 0: privacycut.vault.v1.StatusRequest
 	(*StatusReply)(nil),        // 1: privacycut.vault.v1.StatusReply
-	(*SealedValues)(nil),       // 2: privacycut.vault.v1.SealedValues
-	(*CreateLeaseRequest)(nil), // 3: privacycut.vault.v1.CreateLeaseRequest
-	(*CreateLeaseReply)(nil),   // 4: privacycut.vault.v1.CreateLeaseReply
-	(*BindRequest)(nil),        // 5: privacycut.vault.v1.BindRequest
-	(*BindReply)(nil),          // 6: privacycut.vault.v1.BindReply
-	(*ClaimRequest)(nil),       // 7: privacycut.vault.v1.ClaimRequest
-	(*LeaseRef)(nil),           // 8: privacycut.vault.v1.LeaseRef
-	(*LeaseReply)(nil),         // 9: privacycut.vault.v1.LeaseReply
-	(*ListRequest)(nil),        // 10: privacycut.vault.v1.ListRequest
-	(*ListReply)(nil),          // 11: privacycut.vault.v1.ListReply
-	(*BackupRequest)(nil),      // 12: privacycut.vault.v1.BackupRequest
-	(*BackupStats)(nil),        // 13: privacycut.vault.v1.BackupStats
-	(*BackupChunk)(nil),        // 14: privacycut.vault.v1.BackupChunk
-	(*RestoreChunk)(nil),       // 15: privacycut.vault.v1.RestoreChunk
-	(*RestoreReply)(nil),       // 16: privacycut.vault.v1.RestoreReply
-	(*RotateRequest)(nil),      // 17: privacycut.vault.v1.RotateRequest
-	(*RotateReply)(nil),        // 18: privacycut.vault.v1.RotateReply
-	(*ProveErasureChunk)(nil),  // 19: privacycut.vault.v1.ProveErasureChunk
-	(*ProveErasureReply)(nil),  // 20: privacycut.vault.v1.ProveErasureReply
-	(*RehydrateHeader)(nil),    // 21: privacycut.vault.v1.RehydrateHeader
-	(*RehydrateChunk)(nil),     // 22: privacycut.vault.v1.RehydrateChunk
-	(*RehydrateReply)(nil),     // 23: privacycut.vault.v1.RehydrateReply
-	(*Refusal)(nil),            // 24: privacycut.vault.v1.Refusal
-	(*ReturnRefusal)(nil),      // 25: privacycut.vault.v1.ReturnRefusal
-	nil,                        // 26: privacycut.vault.v1.StatusReply.LeasesEntry
+	(*StorageSpace)(nil),       // 2: privacycut.vault.v1.StorageSpace
+	(*DirSpace)(nil),           // 3: privacycut.vault.v1.DirSpace
+	(*SealedValues)(nil),       // 4: privacycut.vault.v1.SealedValues
+	(*CreateLeaseRequest)(nil), // 5: privacycut.vault.v1.CreateLeaseRequest
+	(*CreateLeaseReply)(nil),   // 6: privacycut.vault.v1.CreateLeaseReply
+	(*BindRequest)(nil),        // 7: privacycut.vault.v1.BindRequest
+	(*BindReply)(nil),          // 8: privacycut.vault.v1.BindReply
+	(*ClaimRequest)(nil),       // 9: privacycut.vault.v1.ClaimRequest
+	(*LeaseRef)(nil),           // 10: privacycut.vault.v1.LeaseRef
+	(*LeaseReply)(nil),         // 11: privacycut.vault.v1.LeaseReply
+	(*ListRequest)(nil),        // 12: privacycut.vault.v1.ListRequest
+	(*ListReply)(nil),          // 13: privacycut.vault.v1.ListReply
+	(*BackupRequest)(nil),      // 14: privacycut.vault.v1.BackupRequest
+	(*BackupStats)(nil),        // 15: privacycut.vault.v1.BackupStats
+	(*BackupChunk)(nil),        // 16: privacycut.vault.v1.BackupChunk
+	(*RestoreChunk)(nil),       // 17: privacycut.vault.v1.RestoreChunk
+	(*RestoreReply)(nil),       // 18: privacycut.vault.v1.RestoreReply
+	(*RotateRequest)(nil),      // 19: privacycut.vault.v1.RotateRequest
+	(*RotateReply)(nil),        // 20: privacycut.vault.v1.RotateReply
+	(*ProveErasureChunk)(nil),  // 21: privacycut.vault.v1.ProveErasureChunk
+	(*ProveErasureReply)(nil),  // 22: privacycut.vault.v1.ProveErasureReply
+	(*RehydrateHeader)(nil),    // 23: privacycut.vault.v1.RehydrateHeader
+	(*RehydrateChunk)(nil),     // 24: privacycut.vault.v1.RehydrateChunk
+	(*RehydrateReply)(nil),     // 25: privacycut.vault.v1.RehydrateReply
+	(*Refusal)(nil),            // 26: privacycut.vault.v1.Refusal
+	(*ReturnRefusal)(nil),      // 27: privacycut.vault.v1.ReturnRefusal
+	nil,                        // 28: privacycut.vault.v1.StatusReply.LeasesEntry
 }
 var file_vault_proto_depIdxs = []int32{
-	26, // 0: privacycut.vault.v1.StatusReply.leases:type_name -> privacycut.vault.v1.StatusReply.LeasesEntry
-	2,  // 1: privacycut.vault.v1.CreateLeaseRequest.values:type_name -> privacycut.vault.v1.SealedValues
-	9,  // 2: privacycut.vault.v1.ListReply.leases:type_name -> privacycut.vault.v1.LeaseReply
-	13, // 3: privacycut.vault.v1.BackupChunk.stats:type_name -> privacycut.vault.v1.BackupStats
-	2,  // 4: privacycut.vault.v1.RehydrateHeader.evidence_key:type_name -> privacycut.vault.v1.SealedValues
-	21, // 5: privacycut.vault.v1.RehydrateChunk.header:type_name -> privacycut.vault.v1.RehydrateHeader
-	0,  // 6: privacycut.vault.v1.Vault.Status:input_type -> privacycut.vault.v1.StatusRequest
-	3,  // 7: privacycut.vault.v1.Vault.CreateLease:input_type -> privacycut.vault.v1.CreateLeaseRequest
-	5,  // 8: privacycut.vault.v1.Vault.Bind:input_type -> privacycut.vault.v1.BindRequest
-	7,  // 9: privacycut.vault.v1.Vault.Claim:input_type -> privacycut.vault.v1.ClaimRequest
-	7,  // 10: privacycut.vault.v1.Vault.Consume:input_type -> privacycut.vault.v1.ClaimRequest
-	8,  // 11: privacycut.vault.v1.Vault.Revoke:input_type -> privacycut.vault.v1.LeaseRef
-	10, // 12: privacycut.vault.v1.Vault.List:input_type -> privacycut.vault.v1.ListRequest
-	8,  // 13: privacycut.vault.v1.Vault.Show:input_type -> privacycut.vault.v1.LeaseRef
-	12, // 14: privacycut.vault.v1.Vault.Backup:input_type -> privacycut.vault.v1.BackupRequest
-	15, // 15: privacycut.vault.v1.Vault.Restore:input_type -> privacycut.vault.v1.RestoreChunk
-	17, // 16: privacycut.vault.v1.Vault.Rotate:input_type -> privacycut.vault.v1.RotateRequest
-	19, // 17: privacycut.vault.v1.Vault.ProveErasure:input_type -> privacycut.vault.v1.ProveErasureChunk
-	22, // 18: privacycut.vault.v1.Vault.Rehydrate:input_type -> privacycut.vault.v1.RehydrateChunk
-	1,  // 19: privacycut.vault.v1.Vault.Status:output_type -> privacycut.vault.v1.StatusReply
-	4,  // 20: privacycut.vault.v1.Vault.CreateLease:output_type -> privacycut.vault.v1.CreateLeaseReply
-	6,  // 21: privacycut.vault.v1.Vault.Bind:output_type -> privacycut.vault.v1.BindReply
-	9,  // 22: privacycut.vault.v1.Vault.Claim:output_type -> privacycut.vault.v1.LeaseReply
-	9,  // 23: privacycut.vault.v1.Vault.Consume:output_type -> privacycut.vault.v1.LeaseReply
-	9,  // 24: privacycut.vault.v1.Vault.Revoke:output_type -> privacycut.vault.v1.LeaseReply
-	11, // 25: privacycut.vault.v1.Vault.List:output_type -> privacycut.vault.v1.ListReply
-	9,  // 26: privacycut.vault.v1.Vault.Show:output_type -> privacycut.vault.v1.LeaseReply
-	14, // 27: privacycut.vault.v1.Vault.Backup:output_type -> privacycut.vault.v1.BackupChunk
-	16, // 28: privacycut.vault.v1.Vault.Restore:output_type -> privacycut.vault.v1.RestoreReply
-	18, // 29: privacycut.vault.v1.Vault.Rotate:output_type -> privacycut.vault.v1.RotateReply
-	20, // 30: privacycut.vault.v1.Vault.ProveErasure:output_type -> privacycut.vault.v1.ProveErasureReply
-	23, // 31: privacycut.vault.v1.Vault.Rehydrate:output_type -> privacycut.vault.v1.RehydrateReply
-	19, // [19:32] is the sub-list for method output_type
-	6,  // [6:19] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	28, // 0: privacycut.vault.v1.StatusReply.leases:type_name -> privacycut.vault.v1.StatusReply.LeasesEntry
+	2,  // 1: privacycut.vault.v1.StatusReply.storage:type_name -> privacycut.vault.v1.StorageSpace
+	3,  // 2: privacycut.vault.v1.StorageSpace.state_dir:type_name -> privacycut.vault.v1.DirSpace
+	3,  // 3: privacycut.vault.v1.StorageSpace.key_dir:type_name -> privacycut.vault.v1.DirSpace
+	4,  // 4: privacycut.vault.v1.CreateLeaseRequest.values:type_name -> privacycut.vault.v1.SealedValues
+	11, // 5: privacycut.vault.v1.ListReply.leases:type_name -> privacycut.vault.v1.LeaseReply
+	15, // 6: privacycut.vault.v1.BackupChunk.stats:type_name -> privacycut.vault.v1.BackupStats
+	4,  // 7: privacycut.vault.v1.RehydrateHeader.evidence_key:type_name -> privacycut.vault.v1.SealedValues
+	23, // 8: privacycut.vault.v1.RehydrateChunk.header:type_name -> privacycut.vault.v1.RehydrateHeader
+	0,  // 9: privacycut.vault.v1.Vault.Status:input_type -> privacycut.vault.v1.StatusRequest
+	5,  // 10: privacycut.vault.v1.Vault.CreateLease:input_type -> privacycut.vault.v1.CreateLeaseRequest
+	7,  // 11: privacycut.vault.v1.Vault.Bind:input_type -> privacycut.vault.v1.BindRequest
+	9,  // 12: privacycut.vault.v1.Vault.Claim:input_type -> privacycut.vault.v1.ClaimRequest
+	9,  // 13: privacycut.vault.v1.Vault.Consume:input_type -> privacycut.vault.v1.ClaimRequest
+	10, // 14: privacycut.vault.v1.Vault.Revoke:input_type -> privacycut.vault.v1.LeaseRef
+	12, // 15: privacycut.vault.v1.Vault.List:input_type -> privacycut.vault.v1.ListRequest
+	10, // 16: privacycut.vault.v1.Vault.Show:input_type -> privacycut.vault.v1.LeaseRef
+	14, // 17: privacycut.vault.v1.Vault.Backup:input_type -> privacycut.vault.v1.BackupRequest
+	17, // 18: privacycut.vault.v1.Vault.Restore:input_type -> privacycut.vault.v1.RestoreChunk
+	19, // 19: privacycut.vault.v1.Vault.Rotate:input_type -> privacycut.vault.v1.RotateRequest
+	21, // 20: privacycut.vault.v1.Vault.ProveErasure:input_type -> privacycut.vault.v1.ProveErasureChunk
+	24, // 21: privacycut.vault.v1.Vault.Rehydrate:input_type -> privacycut.vault.v1.RehydrateChunk
+	1,  // 22: privacycut.vault.v1.Vault.Status:output_type -> privacycut.vault.v1.StatusReply
+	6,  // 23: privacycut.vault.v1.Vault.CreateLease:output_type -> privacycut.vault.v1.CreateLeaseReply
+	8,  // 24: privacycut.vault.v1.Vault.Bind:output_type -> privacycut.vault.v1.BindReply
+	11, // 25: privacycut.vault.v1.Vault.Claim:output_type -> privacycut.vault.v1.LeaseReply
+	11, // 26: privacycut.vault.v1.Vault.Consume:output_type -> privacycut.vault.v1.LeaseReply
+	11, // 27: privacycut.vault.v1.Vault.Revoke:output_type -> privacycut.vault.v1.LeaseReply
+	13, // 28: privacycut.vault.v1.Vault.List:output_type -> privacycut.vault.v1.ListReply
+	11, // 29: privacycut.vault.v1.Vault.Show:output_type -> privacycut.vault.v1.LeaseReply
+	16, // 30: privacycut.vault.v1.Vault.Backup:output_type -> privacycut.vault.v1.BackupChunk
+	18, // 31: privacycut.vault.v1.Vault.Restore:output_type -> privacycut.vault.v1.RestoreReply
+	20, // 32: privacycut.vault.v1.Vault.Rotate:output_type -> privacycut.vault.v1.RotateReply
+	22, // 33: privacycut.vault.v1.Vault.ProveErasure:output_type -> privacycut.vault.v1.ProveErasureReply
+	25, // 34: privacycut.vault.v1.Vault.Rehydrate:output_type -> privacycut.vault.v1.RehydrateReply
+	22, // [22:35] is the sub-list for method output_type
+	9,  // [9:22] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_vault_proto_init() }
@@ -1926,7 +2103,7 @@ func file_vault_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vault_proto_rawDesc), len(file_vault_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
