@@ -55,6 +55,7 @@ type Options struct {
 // clocks. All methods are safe for concurrent use.
 type Store struct {
 	db   *badger.DB
+	disk *disk // the directory guard (disk.go)
 	mu   sync.Mutex // serialises the metadata marks
 	once sync.Once
 }
@@ -75,7 +76,18 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, newError("open", ErrIO, err)
 	}
-	return &Store{db: db}, nil
+	d, err := newDisk(dir)
+	if err != nil {
+		db.Close()
+		return nil, newError("open", ErrIO, err)
+	}
+	s := &Store{db: db, disk: d}
+	// Reserve the write-ahead log now; without room the store still opens
+	// (status, lists and reads work) and each write retries the reservation.
+	if err := d.reserveLogs("open"); err != nil && opt.Logger != nil {
+		opt.Logger.Warn("store: write-ahead log not reserved; writes are refused until it is", "error", err.Error())
+	}
+	return s, nil
 }
 
 // removeEmptyLogs deletes 0-byte memtable (write-ahead log, .mem) and value
@@ -366,6 +378,9 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 // retry runs fn in a read-write transaction and commits, retrying when the
 // commit lost a race.
 func (s *Store) retry(op string, fn func(txn *badger.Txn) error) error {
+	if err := s.guard(op); err != nil {
+		return err
+	}
 	for range maxRetries {
 		err := s.db.Update(fn)
 		if errors.Is(err, badger.ErrConflict) {
