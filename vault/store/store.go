@@ -55,7 +55,7 @@ type Options struct {
 // clocks. All methods are safe for concurrent use.
 type Store struct {
 	db   *badger.DB
-	disk *disk // the directory guard (disk.go)
+	disk *disk      // the directory guard (disk.go)
 	mu   sync.Mutex // serialises the metadata marks
 	once sync.Once
 }
