@@ -23,6 +23,9 @@ const (
 	ExcessAncestry              Code = "EXCESS_ANCESTRY"
 	LostUtility                 Code = "LOST_UTILITY"
 	PlanMismatch                Code = "PLAN_MISMATCH"
+	// LimitExceeded: a size or count limit, an exhausted arena or egress
+	// uses, and the vault's disk below its free-space floor (the vault's
+	// error then names the directory; no separate code).
 	LimitExceeded               Code = "LIMIT_EXCEEDED"
 	VaultProfileNotProven       Code = "VAULT_PROFILE_NOT_PROVEN"
 	LeaseDurabilityInsufficient Code = "LEASE_DURABILITY_INSUFFICIENT"
