@@ -6,6 +6,8 @@ package receipts
 type Code string
 
 // The closed set of refusal codes. The order is the order of SPEC §12.
+// The vault's disk below its free-space floor is LimitExceeded: the vault's
+// error names the directory, and the set gains no code for it.
 const (
 	UncoveredText               Code = "UNCOVERED_TEXT"
 	MalformedRecord             Code = "MALFORMED_RECORD"
@@ -23,9 +25,6 @@ const (
 	ExcessAncestry              Code = "EXCESS_ANCESTRY"
 	LostUtility                 Code = "LOST_UTILITY"
 	PlanMismatch                Code = "PLAN_MISMATCH"
-	// LimitExceeded: a size or count limit, an exhausted arena or egress
-	// uses, and the vault's disk below its free-space floor (the vault's
-	// error then names the directory; no separate code).
 	LimitExceeded               Code = "LIMIT_EXCEEDED"
 	VaultProfileNotProven       Code = "VAULT_PROFILE_NOT_PROVEN"
 	LeaseDurabilityInsufficient Code = "LEASE_DURABILITY_INSUFFICIENT"
