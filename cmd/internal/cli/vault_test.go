@@ -283,8 +283,9 @@ func TestReversibleRefusalExits3(t *testing.T) {
 		t.Errorf("rotate: exit %d %+v", code, ref)
 	}
 	code, out, _ = f.cut(t, "vault", "status", "--json")
-	var p harden.Profile
-	decodeStrict(t, out, &p)
+	var st statusOut
+	decodeStrict(t, out, &st)
+	p := st.Profile
 	if code != ExitOK || p.Profile != "not_proven" || len(p.Reasons) != 1 || p.Reasons[0] != "traceback" {
 		t.Errorf("status: exit %d %+v", code, p)
 	}
