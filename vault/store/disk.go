@@ -21,6 +21,36 @@ var (
 	ErrNoSpace = errors.New("no space to reserve the write-ahead log")
 )
 
+// Badger sizes the disk guard depends on (badgerOptions sets them).
+const (
+	memTableSize   = 8 << 20  // a memtable; its log file is twice this
+	valueThreshold = 64 << 10 // values from this size go to the value log
+)
+
+// Memtable accounting. Badger flushes a memtable into a new table file
+// (a mapped write, see guard) once its log or its skiplist reaches
+// memTableSize. The store cannot see either, so it counts what it wrote
+// since the newest log appeared, generously: twice the key and value bytes
+// plus a fixed overhead per entry (the skiplist's node, the log's header,
+// the transaction's markers), the value capped at the threshold (a larger
+// one leaves a pointer).
+const (
+	entryOverhead = 256
+	writeEstimate = 8 << 10 // a transition: a lease record (a few KiB) and a marker
+	metaEstimate  = 512     // a clock or epoch mark
+	// flushRoom is the free space a flush and the compaction after it are
+	// given: below it, with the memtable half full by the count, writes
+	// are refused (ErrNoSpace) rather than bring the flush about.
+	flushRoom = 2 * memTableSize
+)
+
+func entryEstimate(k, v int) int64 {
+	if v == 0 && k == 0 {
+		return 0
+	}
+	return int64(2*(k+min(v, valueThreshold)) + entryOverhead)
+}
+
 // dirID identifies a directory across renames of its path.
 type dirID struct{ dev, ino uint64 }
 
@@ -43,6 +73,10 @@ type disk struct {
 
 	mu       sync.Mutex
 	reserved map[string]int64 // .mem file name → size fully allocated
+	newest   string           // the newest .mem file: the mutable memtable's log
+	used     int64            // estimated memtable bytes written since newest appeared
+	// freeBytes reads the directory's available bytes (a test hook).
+	freeBytes func() (int64, error)
 }
 
 func newDisk(dir string) (*disk, error) {
@@ -50,7 +84,45 @@ func newDisk(dir string) (*disk, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &disk{dir: dir, id: id, reserved: map[string]int64{}}, nil
+	d := &disk{dir: dir, id: id, reserved: map[string]int64{}}
+	d.freeBytes = func() (int64, error) {
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil {
+			return 0, err
+		}
+		return int64(st.Bavail) * int64(st.Bsize), nil
+	}
+	return d, nil
+}
+
+// count adds a committed write's estimate to the memtable's.
+func (d *disk) count(est int64) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.used += est
+	d.mu.Unlock()
+}
+
+// roomFor refuses a write of est bytes that would take the memtable, by
+// the count, past half its size while the file system has less than
+// flushRoom available: the flush it brings nearer would fault.
+func (d *disk) roomFor(op string, est int64) error {
+	d.mu.Lock()
+	used := d.used
+	d.mu.Unlock()
+	if used+est < memTableSize/2 {
+		return nil
+	}
+	free, err := d.freeBytes()
+	if err != nil {
+		return newError(op, ErrIO, err)
+	}
+	if free < flushRoom {
+		return newError(op, ErrNoSpace, unix.ENOSPC)
+	}
+	return nil
 }
 
 // Gone reports whether the state directory's path no longer names the
@@ -75,14 +147,23 @@ func (s *Store) Gone() bool {
 // "fatal error: fault" and a traceback. With the blocks allocated first,
 // the stores into the log need no new blocks, and a full disk becomes this
 // refusal instead.
-func (s *Store) guard(op string) error {
+//
+// Badger also writes a new table file through a mapping when it flushes a
+// full memtable; that file cannot be reserved (Badger creates and fills it
+// in one call). So guard also refuses (ErrNoSpace) a write that would take
+// the memtable, as counted, past half its size while the file system has
+// less than flushRoom free.
+func (s *Store) guard(op string, est int64) error {
 	if s.disk == nil {
 		return nil
 	}
 	if s.Gone() {
 		return newError(op, ErrGone, nil)
 	}
-	return s.disk.reserveLogs(op)
+	if err := s.disk.reserveLogs(op); err != nil {
+		return err
+	}
+	return s.disk.roomFor(op, est)
 }
 
 func (d *disk) reserveLogs(op string) error {
@@ -93,12 +174,16 @@ func (d *disk) reserveLogs(op string) error {
 		return newError(op, ErrIO, err)
 	}
 	seen := map[string]bool{}
+	newest := ""
 	for _, e := range ents {
 		name := e.Name()
 		if !strings.HasSuffix(name, ".mem") || !e.Type().IsRegular() {
 			continue
 		}
 		seen[name] = true
+		if len(name) > len(newest) || len(name) == len(newest) && name > newest {
+			newest = name
+		}
 		if err := d.reserve(name); err != nil {
 			if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 				return newError(op, ErrNoSpace, err)
@@ -118,6 +203,10 @@ func (d *disk) reserveLogs(op string) error {
 		if !seen[name] {
 			delete(d.reserved, name)
 		}
+	}
+	if newest != d.newest {
+		// A new memtable (at Open, or after Badger rotated the full one).
+		d.newest, d.used = newest, 0
 	}
 	return nil
 }

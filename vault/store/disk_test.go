@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -169,5 +170,47 @@ func TestLoggerKeepsErrorClass(t *testing.T) {
 				t.Errorf("a class for an error without one: %s", line)
 			}
 		})
+	}
+}
+
+// TestFlushRoom: once the memtable is half full by the store's count, a
+// write is refused (ErrNoSpace) while the file system has less than a
+// flush needs, and passes again once it has room; a new memtable log
+// restarts the count.
+func TestFlushRoom(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	if err := s.Create(newLease(t), []byte("ciphertext")); err != nil {
+		t.Fatal(err)
+	}
+	s.disk.mu.Lock()
+	counted := s.disk.used
+	s.disk.mu.Unlock()
+	if counted <= 0 || counted > writeEstimate {
+		t.Errorf("a small grant counted %d bytes", counted)
+	}
+	free := int64(flushRoom - 1)
+	s.disk.freeBytes = func() (int64, error) { return free, nil }
+	s.disk.count(memTableSize/2 - counted)
+	l := newLease(t)
+	if err := s.Create(l, nil); !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a write with the memtable half full and no room to flush: %v, want ErrNoSpace", err)
+	}
+	if err := s.AdvanceClock(t0.Add(time.Hour)); !errors.Is(err, ErrNoSpace) {
+		t.Errorf("a clock mark with no room to flush: %v", err)
+	}
+	if _, err := s.Get(l.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused lease was written: %v", err)
+	}
+	free = flushRoom
+	if err := s.Create(l, nil); err != nil {
+		t.Errorf("a write with room to flush: %v", err)
+	}
+	// A new newest log (Badger rotated the memtable) restarts the count.
+	s.disk.mu.Lock()
+	s.disk.newest = "00000.mem"
+	s.disk.mu.Unlock()
+	free = 0
+	if err := s.Create(newLease(t), nil); err != nil {
+		t.Errorf("a write into a fresh memtable: %v", err)
 	}
 }

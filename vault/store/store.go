@@ -139,14 +139,14 @@ func badgerOptions(dir string, log *slog.Logger) badger.Options {
 		WithCompression(options.None).
 		WithBlockCacheSize(0).
 		WithIndexCacheSize(0).
-		WithMemTableSize(8 << 20).
+		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(4).
 		WithBaseTableSize(2 << 20).
 		WithBaseLevelSize(8 << 20).
 		WithValueLogFileSize(32 << 20).
-		WithValueThreshold(64 << 10).
+		WithValueThreshold(valueThreshold).
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
 		WithMetricsEnabled(false).
@@ -245,7 +245,7 @@ func (s *Store) Create(l lease.Lease, sealedMap []byte) error {
 	if err != nil {
 		return err
 	}
-	return s.retry(op, func(txn *badger.Txn) error {
+	return s.retryEst(op, entryEstimate(len(lk), len(rec))+entryEstimate(len(mk), len(sealedMap)), func(txn *badger.Txn) error {
 		if _, err := txn.Get(lk); err == nil {
 			return newError(op, ErrExists, nil)
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
@@ -376,9 +376,16 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 }
 
 // retry runs fn in a read-write transaction and commits, retrying when the
-// commit lost a race.
+// commit lost a race. The disk guard counts it as writeEstimate bytes of
+// memtable.
 func (s *Store) retry(op string, fn func(txn *badger.Txn) error) error {
-	if err := s.guard(op); err != nil {
+	return s.retryEst(op, writeEstimate, fn)
+}
+
+// retryEst is retry for a transaction estimated to take est bytes of the
+// memtable (disk.go).
+func (s *Store) retryEst(op string, est int64, fn func(txn *badger.Txn) error) error {
+	if err := s.guard(op, est); err != nil {
 		return err
 	}
 	for range maxRetries {
@@ -389,6 +396,7 @@ func (s *Store) retry(op string, fn func(txn *badger.Txn) error) error {
 		if err != nil {
 			return wrapErr(op, err)
 		}
+		s.disk.count(est)
 		return nil
 	}
 	return newError(op, ErrContention, nil)
@@ -477,7 +485,7 @@ func (s *Store) getMeta(k []byte) (uint64, error) {
 func (s *Store) raiseMeta(op string, k []byte, v uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.retry(op, func(txn *badger.Txn) error {
+	return s.retryEst(op, metaEstimate, func(txn *badger.Txn) error {
 		it, err := txn.Get(k)
 		switch {
 		case err == nil:
