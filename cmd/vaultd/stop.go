@@ -72,14 +72,6 @@ func (s *stopper) watch() {
 	}
 }
 
-func signalName(sig os.Signal) string {
-	switch sig {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	}
-	return "signal"
-}
+// signalName is the signal as the log names it: its description
+// ("terminated", "interrupt", "quit").
+func signalName(sig os.Signal) string { return "signal " + sig.String() }

@@ -118,7 +118,7 @@ func TestStopperCatchesSignals(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("SIGTERM did not request the stop")
 	}
-	if !strings.Contains(logs.String(), `"cause":"SIGTERM"`) {
+	if !strings.Contains(logs.String(), `"cause":"signal terminated"`) {
 		t.Errorf("log %s", logs.String())
 	}
 }
