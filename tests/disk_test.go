@@ -576,6 +576,7 @@ func fullDiskStop(t *testing.T, seed uint64, floor int64) diskStopReport {
 // ext4Image is an ext4 file system in a file, on a loop device.
 type ext4Image struct {
 	img, mnt string
+	loops    []string // the loop devices attached, detached at the end
 }
 
 // newExt4Image makes and mounts an ext4 image of size bytes at mnt.
@@ -595,14 +596,28 @@ func newExt4Image(t *testing.T, mnt string, size int64) *ext4Image {
 		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 	}
 	e.mount(t)
-	t.Cleanup(func() { unix.Unmount(e.mnt, unix.MNT_DETACH) })
+	t.Cleanup(func() {
+		unix.Unmount(e.mnt, unix.MNT_DETACH)
+		for _, l := range e.loops {
+			exec.Command("losetup", "-d", l).Run()
+		}
+	})
 	return e
 }
 
+// mount attaches the image to a new loop device and mounts it: a new
+// device has a superblock of its own, so a remount never meets the one
+// that was shut down, which may outlive its unmount for a moment.
 func (e *ext4Image) mount(t *testing.T) {
 	t.Helper()
-	if out, err := exec.Command("mount", "-o", "loop", e.img, e.mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount -o loop: %v\n%s", err, out)
+	out, err := exec.Command("losetup", "--find", "--show", e.img).Output()
+	if err != nil {
+		t.Fatalf("losetup: %v", err)
+	}
+	dev := strings.TrimSpace(string(out))
+	e.loops = append(e.loops, dev)
+	if out, err := exec.Command("mount", "-t", "ext4", dev, e.mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount %s: %v\n%s", dev, err, out)
 	}
 	if err := os.Chmod(e.mnt, 0o700); err != nil {
 		t.Fatal(err)
@@ -619,14 +634,19 @@ func (e *ext4Image) shutdown(t *testing.T) {
 	}
 }
 
-// remount lifts the fault: the shut-down file system is unmounted and the
-// image mounted again (ext4 replays its journal).
+// remount lifts the fault: the shut-down file system is unmounted, its
+// loop device detached, and the image mounted again on a new one (ext4
+// replays its journal).
 func (e *ext4Image) remount(t *testing.T) {
 	t.Helper()
 	if err := unix.Unmount(e.mnt, 0); err != nil {
 		if err := unix.Unmount(e.mnt, unix.MNT_DETACH); err != nil {
 			t.Fatalf("umount: %v", err)
 		}
+	}
+	if n := len(e.loops); n > 0 {
+		exec.Command("losetup", "-d", e.loops[n-1]).Run()
+		e.loops = e.loops[:n-1]
 	}
 	e.mount(t)
 }
