@@ -174,3 +174,23 @@ func TestCloseAbandonsBelowFloor(t *testing.T) {
 		t.Errorf("Open below the floor with a log to replay: %v", err)
 	}
 }
+
+// TestRehydrateBelowFloor: a lease granted above the floor is rehydrated
+// below it.
+func TestRehydrateBelowFloor(t *testing.T) {
+	e := newEnv(t)
+	v := e.open(t)
+	l := grantRH(t, v, rhPairs())
+	ek := evidence(t)
+	ret := l.honest().bytes(t)
+	req := rhReq(t, v, l.res.Lease.ID, ret, ek)
+	v.opt.MinFree = 1 << 62
+	defer func() { v.opt.MinFree = 0 }()
+	res, err := v.Rehydrate(ctx, principal, req)
+	if err != nil {
+		t.Fatalf("Rehydrate below the floor: %v", err)
+	}
+	if want := l.restored().bytes(t); !bytes.Equal(res.Output, want) {
+		t.Errorf("output below the floor:\n%s\nwant:\n%s", res.Output, want)
+	}
+}
