@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/privacycut/privacycut/cmd/vaultd/internal/tbexec"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/server"
@@ -39,8 +40,7 @@ import (
 )
 
 func main() {
-	execErr := lowerTraceback()
-	os.Exit(run(os.Args[1:], os.Stderr, execErr))
+	os.Exit(run(os.Args[1:], os.Stderr, tbexec.Err))
 }
 
 // uidList is the repeatable --allow-uid flag.
