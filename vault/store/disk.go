@@ -214,7 +214,16 @@ func (d *disk) reserveLogs(op string) error {
 // reserve allocates every block of the log file name (its whole size),
 // once per size.
 func (d *disk) reserve(name string) error {
-	f, err := os.OpenFile(filepath.Join(d.dir, name), os.O_RDWR, 0)
+	path := filepath.Join(d.dir, name)
+	if r, ok := d.reserved[name]; ok {
+		if r < 0 {
+			return nil
+		}
+		if fi, err := os.Stat(path); err == nil && fi.Size() == r {
+			return nil
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
