@@ -6,6 +6,8 @@ package receipts
 type Code string
 
 // The closed set of refusal codes. The order is the order of docs/FORMATS.md#codes.
+// The vault's disk below its free-space floor is LimitExceeded: the vault's
+// error names the directory, and the set gains no code for it.
 const (
 	UncoveredText               Code = "UNCOVERED_TEXT"
 	MalformedRecord             Code = "MALFORMED_RECORD"

@@ -19,6 +19,8 @@ const (
 	facCgroupMem   = "cgroup-memory" // a writable memory controller (v1 memory.limit_in_bytes or v2 memory.max)
 	facMemfdSecret = "memfd_secret"  // memfd_secret(2)
 	facCorePattern = "core-pattern"  // kernel core files: core_pattern not a pipe, RLIMIT_CORE hard limit ≥ 64 MiB
+	facTmpfs       = "tmpfs"         // mounting a size-limited tmpfs (root, mount(2))
+	facLoopExt4    = "loop-ext4"     // an ext4 image on a loop device (mkfs.ext4, mount -o loop) that FS_IOC_SHUTDOWN fails with EIO
 )
 
 // suiteFacilities is the statement of which suite needs what. A suite that
@@ -30,7 +32,8 @@ var suiteFacilities = map[string][]string{
 	"TestM1CoreScan":                {facCorePattern, facMemfdSecret},
 	"TestM1NoCoreInProduction":      {facCorePattern},
 	"TestM2LiveMemoryScan":          {facRoot, facMemfdSecret},
-	"TestFaultsAreCaught":           {facRoot, facCorePattern, facMemfdSecret},
+	"TestFaultsAreCaught":           {facRoot, facCorePattern, facMemfdSecret, facTmpfs},
+	"TestDiskFaults":                {facRoot, facTmpfs, facLoopExt4},
 	"TestC3CrashLoop":               nil,
 	"TestK4RotationCrashPoints":     nil,
 	"TestM6CanaryScanEndToEnd":      nil,
@@ -71,6 +74,8 @@ func probeAll() map[string]probe {
 			probes[facMemfdSecret] = probe{ok: true}
 		}
 		probes[facCorePattern] = probeCorePattern()
+		probes[facTmpfs] = probeTmpfs()
+		probes[facLoopExt4] = probeLoopExt4()
 		cg, err := findCgroup()
 		if err != nil {
 			probes[facCgroupMem] = probe{reason: err.Error()}

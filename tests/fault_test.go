@@ -27,8 +27,21 @@ import (
 //	log-values              CreateLease logs the opened values        M6 (and R1's) canary scan
 //	heap-copy               CreateLease keeps the values on the heap  M2 live scan, M1 core scan
 //	profile-without-arena   the profile is accepted without an arena  R2 notProven
+//	--min-free 0            the release build without its watermark:   the disk suite's traceback check
+//	                        a stop on a full disk flushes Badger's
+//	                        memtable into a mapped file (SIGBUS)
 func TestFaultsAreCaught(t *testing.T) {
 	t.Parallel()
+	t.Run("watermark-disabled/disk", func(t *testing.T) {
+		requireFacility(t, facRoot)
+		requireFacility(t, facTmpfs)
+		t.Parallel()
+		rep := fullDiskStop(t, 0xd15c, 0)
+		if rep.traceback == "" {
+			t.Errorf("the disk suite's check saw no traceback from a stop on a full disk without the watermark (%v)", rep.exit)
+		}
+		t.Logf("watermark disabled: the disk suite's check reported the traceback %q (%v)", rep.traceback, rep.exit)
+	})
 	t.Run("recovery-keeps-keys/C3", func(t *testing.T) {
 		t.Parallel()
 		for _, tc := range []struct {

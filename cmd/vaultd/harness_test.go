@@ -175,11 +175,14 @@ func (d *daemon) status() harden.Profile {
 	if code != cli.ExitOK {
 		d.T.Fatalf("cut vault status: exit %d: %s", code, errb)
 	}
-	var p harden.Profile
-	if err := canon.Unmarshal(bytes.TrimSpace(out), &p, canon.Options{}); err != nil {
+	var st struct {
+		harden.Profile
+		Storage vaultapi.Storage `json:"storage"`
+	}
+	if err := canon.Unmarshal(bytes.TrimSpace(out), &st, canon.Options{}); err != nil {
 		d.T.Fatalf("status output: %v\n%s", err, out)
 	}
-	return p
+	return st.Profile
 }
 
 // list runs `cut lease list --json`.

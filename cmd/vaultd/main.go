@@ -5,29 +5,34 @@
 //	vaultd --state-dir D --key-dir K --socket S [--station NAME]
 //	       [--max-lease DUR] [--arena-size BYTES] [--allow-uid UID]...
 //	       [--max-leases-per-uid N] [--max-erasure-proofs-per-uid N]
+//	       [--min-free BYTES] [--stop-timeout DUR]
 //
-// Start-up order: create the arena, open the store and the key directory,
-// run boot recovery, harden the process (RLIMIT_CORE 0, PR_SET_DUMPABLE 0)
-// last, prove the profile from kernel state, then serve. SIGTERM, SIGINT
-// and SIGQUIT stop it gracefully and wipe the arena; SIGQUIT never makes
-// the runtime dump every goroutine's stack. Logs are JSON lines on stderr
+// Start-up order: re-execute under GOTRACEBACK=none when the environment
+// leaves it unset (release builds), create the arena, open the store and
+// the key directory, run boot recovery, harden the process (RLIMIT_CORE 0,
+// PR_SET_DUMPABLE 0) last, prove the profile from kernel state, then
+// serve. SIGTERM, SIGINT and SIGQUIT stop it gracefully and wipe the
+// arena, within --stop-timeout; a second signal, or the bound running out,
+// exits 1 at once with a log line naming what had not closed. SIGQUIT
+// never makes the runtime dump every goroutine's stack. A storage failure
+// (the state directory removed, an I/O error) stops vaultd with exit 1.
+// Below --min-free of free space on the state or key directory's file
+// system, grants are refused LIMIT_EXCEEDED. Logs are JSON lines on stderr
 // and never carry values.
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/privacycut/privacycut/cmd/vaultd/internal/tbexec"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/server"
@@ -36,7 +41,7 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stderr, tbexec.Err))
 }
 
 // uidList is the repeatable --allow-uid flag.
@@ -59,9 +64,9 @@ func (u *uidList) Set(v string) error {
 	return nil
 }
 
-const usage = "usage: vaultd --state-dir D --key-dir K --socket S [--station NAME] [--max-lease DUR] [--arena-size BYTES] [--allow-uid UID]... [--max-leases-per-uid N] [--max-erasure-proofs-per-uid N]"
+const usage = "usage: vaultd --state-dir D --key-dir K --socket S [--station NAME] [--max-lease DUR] [--arena-size BYTES] [--allow-uid UID]... [--max-leases-per-uid N] [--max-erasure-proofs-per-uid N] [--min-free BYTES] [--stop-timeout DUR]"
 
-func run(args []string, stderr io.Writer) int {
+func run(args []string, stderr io.Writer, execErr error) int {
 	fs := flag.NewFlagSet("vaultd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	stateDir := fs.String("state-dir", "", "Badger `directory` for leases and map ciphertext")
@@ -76,6 +81,8 @@ func run(args []string, stderr io.Writer) int {
 		"live (ACTIVE or CLAIMED) leases one peer uid may hold; one more grant is LIMIT_EXCEEDED")
 	maxProofs := fs.Int("max-erasure-proofs-per-uid", service.DefaultMaxScratchPerPrincipal,
 		"erasure proofs (each a backup in memory and a scratch store) one peer uid may run at once; one more is LIMIT_EXCEEDED")
+	minFree := fs.Int64("min-free", service.DefaultMinFree, "free-space floor in `bytes` of the state and key directories' file systems: below it new grants, rotations and restores are refused (LIMIT_EXCEEDED) and a stop leaves Badger's log to replay instead of flushing it; 0 disables")
+	stopTimeout := fs.Duration("stop-timeout", DefaultStopTimeout, "bound on a stop after SIGTERM or SIGINT (`duration`); past it, or at a second signal, vaultd exits 1 naming what had not closed")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -101,24 +108,33 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vaultd: --max-erasure-proofs-per-uid must be positive")
 		return 2
 	}
-	// SIGQUIT is caught before the vault opens: the runtime's default
-	// action prints every goroutine's stack and arguments (the "all"
-	// traceback the profile refuses as a GOTRACEBACK), and any process of
-	// vaultd's uid may send it. It stops vaultd like SIGTERM; one received
-	// during start-up stops it as soon as it serves.
-	quit, stopQuit := signal.NotifyContext(context.Background(), syscall.SIGQUIT)
-	defer stopQuit()
+	if *minFree < 0 {
+		fmt.Fprintln(stderr, "vaultd: --min-free must be 0 (disabled) or positive")
+		return 2
+	}
+	if *stopTimeout <= 0 {
+		fmt.Fprintln(stderr, "vaultd: --stop-timeout must be positive")
+		return 2
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("pid", os.Getpid())
 	grpclog.SetLoggerV2(grpcLogger{log})
+	if execErr != nil {
+		log.Warn("vaultd: cannot re-execute under GOTRACEBACK=none; running at single", "error", execErr.Error())
+	}
+	// Signals are caught before the vault opens; one received during
+	// start-up stops vaultd as soon as it serves, within the bound.
+	stop := newStopper(log, *stopTimeout)
 
 	opt := service.Options{
 		StateDir: *stateDir, KeyDir: *keyDir, Station: *station, MaxLease: *maxLease,
 		ArenaSize: *arenaSize, Logger: log, ForceArenaFallback: crash.ForceArenaFallback(),
 		MaxLeasesPerPrincipal: *maxLeases, MaxScratchPerPrincipal: *maxProofs,
+		MinFree: *minFree,
 	}
 	if off := crash.ClockOffset(); off != 0 {
 		opt.Now = func() time.Time { return time.Now().Add(off) }
 	}
+	stop.setPhase(func() string { return "vault (opening)" })
 	v, err := service.Open(opt)
 	if err != nil {
 		log.Error("vaultd: cannot open the vault", "error", err.Error())
@@ -140,31 +156,36 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	srv := server.New(v, server.Options{AllowUIDs: allow, Logger: log})
-	ctx, stop := signal.NotifyContext(quit, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
-	log.Info("vaultd: serving", "socket", *socket, "station", *station, "allow_uids", allow.String())
+	log.Info("vaultd: serving", "socket", *socket, "station", *station, "allow_uids", allow.String(),
+		"min_free_bytes", *minFree, "stop_timeout", stopTimeout.String())
 
 	code := 0
 	select {
-	case <-ctx.Done():
-		log.Info("vaultd: stopping")
-		graceful := make(chan struct{})
-		go func() { srv.GracefulStop(); close(graceful) }()
-		select {
-		case <-graceful:
-		case <-time.After(10 * time.Second):
-			srv.Stop()
-		}
+	case <-stop.requested:
+	case err := <-v.Fatal():
+		log.Error("vaultd: the vault's storage failed", "error", err.Error())
+		stop.Begin("storage failure")
+		code = 1
 	case err := <-done:
 		log.Error("vaultd: server stopped", "error", err.Error())
+		stop.Begin("server stopped")
 		code = 1
 	}
+	stop.setPhase(func() string { return "grpc server, vault" })
+	graceful := make(chan struct{})
+	go func() { srv.GracefulStop(); close(graceful) }()
+	select {
+	case <-graceful:
+	case <-time.After(min(10*time.Second, *stopTimeout/2)):
+		srv.Stop()
+	}
+	stop.setPhase(func() string { return "vault: " + v.Closing() })
 	if err := v.Close(); err != nil {
 		log.Error("vaultd: close", "error", err.Error())
 		code = 1
 	}
-	log.Info("vaultd: stopped")
+	log.Info("vaultd: stopped", "exit", code)
 	return code
 }

@@ -29,9 +29,11 @@ var policy = map[string][]string{
 	"internal/durable": {},
 	"internal/gen":     {},
 	"internal/bigbuf":  {},
-	"importer":         {"grammar", "receipts", "canon"},
-	"osvvocab":         {"grammar", "receipts", "canon"},
-	"route":            {"receipts", "canon"},
+	// vaultd's early re-execution under GOTRACEBACK=none links nothing.
+	"cmd/vaultd/internal/tbexec": {},
+	"importer":                   {"grammar", "receipts", "canon"},
+	"osvvocab":                   {"grammar", "receipts", "canon"},
+	"route":                      {"receipts", "canon"},
 
 	// The vault's light half (the call types and errors, the gRPC glue
 	// both ends share, the client) links neither the service nor the store

@@ -133,7 +133,7 @@ func (c *Client) Status(ctx context.Context) (vaultapi.Status, error) {
 		return vaultapi.Status{}, rpc.FromStatus(op, err)
 	}
 	st := vaultapi.Status{Station: r.Station, Epoch: r.Epoch, MaxLease: time.Duration(r.MaxLeaseS) * time.Second,
-		Leases: map[string]int{}, ArenaError: r.ArenaError}
+		Leases: map[string]int{}, ArenaError: r.ArenaError, Storage: rpc.StorageFromPB(r.Storage)}
 	p, err := decodeProfile(r.ProfileJson)
 	if err != nil {
 		return vaultapi.Status{}, vaultapi.Fail(op, vaultapi.ErrInternal)

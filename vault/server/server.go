@@ -197,7 +197,8 @@ func (s *handler) Status(ctx context.Context, _ *vaultpb.StatusRequest) (*vaultp
 		return nil, rpc.ToStatus("status", err)
 	}
 	r := &vaultpb.StatusReply{ProfileJson: p, Station: st.Station, Epoch: st.Epoch,
-		MaxLeaseS: int64(st.MaxLease / time.Second), Leases: map[string]uint64{}, ArenaError: st.ArenaError}
+		MaxLeaseS: int64(st.MaxLease / time.Second), Leases: map[string]uint64{}, ArenaError: st.ArenaError,
+		Storage: rpc.StorageToPB(st.Storage)}
 	if st.SealKey != [seal.KeySize]byte{} {
 		r.SealPublicKey = st.SealKey[:]
 	}

@@ -127,6 +127,23 @@
 // revives a lease nor delays an expiry the vault has already seen the time
 // for (a SIGKILL may lose up to one sweep interval of the mark).
 //
+// # Disk space and storage faults
+//
+// Options.MinFree is a free-space floor (space.go). While the state or key
+// directory's file system has fewer bytes available (statfs f_bavail), or
+// fewer than 64 free inodes, CreateLease, Rotate and Restore are refused
+// LIMIT_EXCEEDED with vaultapi.ErrStorageLow, Field naming "state_dir" or
+// "key_dir"; an ENOSPC or EDQUOT from below, and the store's ErrNoSpace,
+// are the same refusal. Claims, consumes, revocations, expiry and
+// Rehydrate of existing leases are never gated. Status reports the free
+// space against the floor. A state directory that is gone (store.ErrGone)
+// or an EIO becomes vaultapi.ErrStorageFailed and is delivered once on
+// Fatal; cmd/vaultd then stops. Close abandons the store to crash recovery
+// (store.Abandon) instead of closing it when the state directory is gone or
+// below the floor, and reports that as an *UnclosedError; Open refuses to
+// replay a write-ahead log below the floor. MinFree 0 disables all of this
+// but the ENOSPC mapping and the store's own guard.
+//
 // # Security properties
 //
 // Guaranteed:
@@ -189,6 +206,9 @@
 //     best effort (a stack that grew meanwhile was copied and its old copy
 //     freed unwiped). These copies live in RAM that the hardened process
 //     keeps out of core dumps; host swap must be off.
+//   - A watermark against a disk filled from outside between its check and
+//     a grant's write of a map over 64 KiB (Badger's value log is not
+//     reserved), or with MinFree 0.
 //   - Erasure of Badger residue or of physical blocks: the claim is about
 //     ciphertext whose key is destroyed (see package vault/keys).
 //   - Protection against root (which can read the heap through

@@ -45,6 +45,9 @@ func (v *Vault) Restore(r io.Reader) (store.RestoreStats, error) {
 	if err := v.open(op); err != nil {
 		return store.RestoreStats{}, err
 	}
+	if err := v.spaceGate(op); err != nil {
+		return store.RestoreStats{}, err
+	}
 	mac, err := v.backupMAC(op)
 	if err != nil {
 		return store.RestoreStats{}, err
@@ -88,6 +91,9 @@ func (v *Vault) Restore(r io.Reader) (store.RestoreStats, error) {
 func (v *Vault) Rotate() (keys.Rotation, error) {
 	const op = "rotate"
 	if err := v.gate(op); err != nil {
+		return keys.Rotation{}, err
+	}
+	if err := v.spaceGate(op); err != nil {
 		return keys.Rotation{}, err
 	}
 	r, err := v.keys.Rotate()

@@ -54,6 +54,9 @@ func (v *Vault) CreateLease(ctx context.Context, principal string, req CreateReq
 	if err := v.gate(op); err != nil {
 		return CreateResult{}, err
 	}
+	if err := v.spaceGate(op); err != nil {
+		return CreateResult{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return CreateResult{}, vaultapi.Fail(op, err)
 	}

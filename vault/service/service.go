@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/privacycut/privacycut/lease"
@@ -56,6 +57,12 @@ type Options struct {
 	// disk: one more is LIMIT_EXCEEDED. 0 means
 	// DefaultMaxScratchPerPrincipal.
 	MaxScratchPerPrincipal int
+	// MinFree is the free-space floor in bytes (space.go): while the state
+	// or key directory's file system has less available, grants,
+	// rotations and restores are refused (LIMIT_EXCEEDED, ErrStorageLow),
+	// and Close leaves the store to crash recovery rather than flush it.
+	// 0 disables the watermark; vaultd's default is DefaultMinFree.
+	MinFree int64
 }
 
 // Vault is the daemon core: the in-process API that the gRPC server and
@@ -83,6 +90,10 @@ type Vault struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	fatal     chan error // the first storage failure (space.go)
+	fatalOnce sync.Once
+	closing   atomic.Value // the step Close is in (a string)
 }
 
 // Open opens the vault: it creates the arena, opens the store and the key
@@ -126,7 +137,8 @@ func Open(opt Options) (*Vault, error) {
 		opt.MaxScratchPerPrincipal = DefaultMaxScratchPerPrincipal
 	}
 	v := &Vault{opt: opt, log: opt.Logger, live: map[string]time.Time{}, owner: map[string]string{},
-		held: map[string]int{}, scratch: map[string]int{}, pending: map[string]bool{}, stop: make(chan struct{})}
+		held: map[string]int{}, scratch: map[string]int{}, pending: map[string]bool{}, stop: make(chan struct{}),
+		fatal: make(chan error, 1)}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
@@ -143,6 +155,9 @@ func Open(opt Options) (*Vault, error) {
 		return nil, err
 	}
 
+	if err := openGate(opt); err != nil {
+		return fail(err)
+	}
 	st, err := store.Open(opt.StateDir, store.Options{Logger: v.log})
 	if err != nil {
 		return fail(err)
@@ -349,6 +364,7 @@ func (v *Vault) Status() (Status, error) {
 	if v.arenaErr != nil {
 		st.ArenaError = v.arenaErr.Error()
 	}
+	st.Storage = v.Storage()
 	leases, _, err := v.store.List()
 	if err != nil {
 		return st, v.fail("status", err)
@@ -431,7 +447,9 @@ func (v *Vault) sweeper(every time.Duration) {
 		case <-v.stop:
 			return
 		case <-t.C:
+			v.checkStorage()
 			if _, err := v.Sweep(); err != nil {
+				v.storageClass("sweep", err) // a storage failure stops vaultd (Fatal)
 				v.log.Error("vault: sweep", "error", err.Error())
 			}
 		}
@@ -448,26 +466,34 @@ func (v *Vault) Close() error {
 	}
 	v.closed = true
 	v.mu.Unlock()
+	v.closing.Store("sweeper")
 	close(v.stop)
 	v.wg.Wait()
-	if v.store != nil {
+	if v.store != nil && !v.store.Gone() {
+		v.closing.Store("clock mark")
 		v.persistClock()
 	}
-	return v.closeAll()
+	err := v.closeAll()
+	v.closing.Store("closed")
+	return err
 }
 
+// closeAll closes what Open opened; the store through closeStore, which
+// may leave it to crash recovery (an *UnclosedError in the result).
 func (v *Vault) closeAll() error {
 	var errs []error
 	if v.seal != nil {
 		v.seal.Close()
 	}
 	if v.keys != nil {
+		v.closing.Store("key directory")
 		errs = append(errs, v.keys.Close())
 	}
 	if v.store != nil {
-		errs = append(errs, v.store.Close())
+		errs = append(errs, v.closeStore())
 	}
 	if v.arena != nil {
+		v.closing.Store("arena")
 		errs = append(errs, v.arena.Close())
 	}
 	return errors.Join(errs...)
@@ -478,6 +504,10 @@ func (v *Vault) closeAll() error {
 func (v *Vault) fail(op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if e, ok := v.storageClass(op, err); ok {
+		v.log.Error("vault: storage", "op", op, "error", err.Error())
+		return e
 	}
 	e, known := classify(op, err)
 	if !known {

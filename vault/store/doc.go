@@ -25,6 +25,23 @@
 // and a logger that drops every argument of Badger's messages. Nothing in
 // the vault calls mlockall: Badger's mappings are never locked.
 //
+// # Disk guard
+//
+// Before every write transaction (disk.go) the store checks that the state
+// directory's path still names the directory it opened (device and
+// inode), refusing with ErrGone otherwise, and allocates every block of
+// Badger's memtable logs (fallocate over each .mem file, once per file and
+// size), refusing with ErrNoSpace when it cannot. Badger writes those logs,
+// and new table files, through shared mappings of files it creates sparse;
+// a store into an unbacked page on a full file system is a SIGBUS, which
+// the Go runtime cannot turn into an error. Table files cannot be reserved,
+// so the store counts (generously) what it wrote into the current memtable
+// and, past half of it, refuses a write with ErrNoSpace while the file
+// system has less than two memtables (16 MiB) free: the flush it would
+// bring about could fault. Abandon syncs and leaves the database to crash
+// recovery, for a process about to exit when a close would flush onto a
+// full disk or into a directory that is gone.
+//
 // # Transitions
 //
 // Update is the compare-and-set of a lease transition in one transaction:
@@ -69,7 +86,10 @@
 //   - Records that do not decode strictly or fail lease.Check are reported
 //     as ErrCorrupt (LEASE_UNRECOVERABLE), never repaired.
 //   - Errors and log lines carry operations, offsets and Badger's constant
-//     format strings, never values.
+//     format strings with the errno name and operation of the error they
+//     print, never values or the error's text.
+//   - Badger's memtable logs have their blocks allocated before any write
+//     reaches them; no write goes to a state directory that is gone.
 //
 // Not guaranteed:
 //
@@ -83,6 +103,10 @@
 //     the stream is one this vault wrote (or another holder of its key
 //     directory), not which backup it is: an older, intact backup of the
 //     same vault verifies too.
+//   - That no mapped write faults: the value log (values over 64 KiB) and
+//     table files written while the file system has room but fills before
+//     Badger is done are not reserved. The vault's floor keeps grants, the
+//     only large writes, off a nearly full disk.
 //
 // The caller's duties: give Create and Update only ciphertext; destroy the
 // data key of a lease after Update has committed its terminal state; run

@@ -55,6 +55,7 @@ type Options struct {
 // clocks. All methods are safe for concurrent use.
 type Store struct {
 	db   *badger.DB
+	disk *disk      // the directory guard (disk.go)
 	mu   sync.Mutex // serialises the metadata marks
 	once sync.Once
 }
@@ -75,7 +76,18 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, newError("open", ErrIO, err)
 	}
-	return &Store{db: db}, nil
+	d, err := newDisk(dir)
+	if err != nil {
+		db.Close()
+		return nil, newError("open", ErrIO, err)
+	}
+	s := &Store{db: db, disk: d}
+	// Reserve the write-ahead log now; without room the store still opens
+	// (status, lists and reads work) and each write retries the reservation.
+	if err := d.reserveLogs("open"); err != nil && opt.Logger != nil {
+		opt.Logger.Warn("store: write-ahead log not reserved; writes are refused until it is", "error", err.Error())
+	}
+	return s, nil
 }
 
 // removeEmptyLogs deletes 0-byte memtable (write-ahead log, .mem) and value
@@ -127,14 +139,14 @@ func badgerOptions(dir string, log *slog.Logger) badger.Options {
 		WithCompression(options.None).
 		WithBlockCacheSize(0).
 		WithIndexCacheSize(0).
-		WithMemTableSize(8 << 20).
+		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(4).
 		WithBaseTableSize(2 << 20).
 		WithBaseLevelSize(8 << 20).
 		WithValueLogFileSize(32 << 20).
-		WithValueThreshold(64 << 10).
+		WithValueThreshold(valueThreshold).
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
 		WithMetricsEnabled(false).
@@ -233,7 +245,7 @@ func (s *Store) Create(l lease.Lease, sealedMap []byte) error {
 	if err != nil {
 		return err
 	}
-	return s.retry(op, func(txn *badger.Txn) error {
+	return s.retryEst(op, entryEstimate(len(lk), len(rec))+entryEstimate(len(mk), len(sealedMap)), func(txn *badger.Txn) error {
 		if _, err := txn.Get(lk); err == nil {
 			return newError(op, ErrExists, nil)
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
@@ -364,8 +376,18 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 }
 
 // retry runs fn in a read-write transaction and commits, retrying when the
-// commit lost a race.
+// commit lost a race. The disk guard counts it as writeEstimate bytes of
+// memtable.
 func (s *Store) retry(op string, fn func(txn *badger.Txn) error) error {
+	return s.retryEst(op, writeEstimate, fn)
+}
+
+// retryEst is retry for a transaction estimated to take est bytes of the
+// memtable (disk.go).
+func (s *Store) retryEst(op string, est int64, fn func(txn *badger.Txn) error) error {
+	if err := s.guard(op, est); err != nil {
+		return err
+	}
 	for range maxRetries {
 		err := s.db.Update(fn)
 		if errors.Is(err, badger.ErrConflict) {
@@ -374,6 +396,7 @@ func (s *Store) retry(op string, fn func(txn *badger.Txn) error) error {
 		if err != nil {
 			return wrapErr(op, err)
 		}
+		s.disk.count(est)
 		return nil
 	}
 	return newError(op, ErrContention, nil)
@@ -462,7 +485,7 @@ func (s *Store) getMeta(k []byte) (uint64, error) {
 func (s *Store) raiseMeta(op string, k []byte, v uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.retry(op, func(txn *badger.Txn) error {
+	return s.retryEst(op, metaEstimate, func(txn *badger.Txn) error {
 		it, err := txn.Get(k)
 		switch {
 		case err == nil:

@@ -157,6 +157,7 @@ type Status struct {
 	MaxLease   time.Duration
 	Leases     map[string]int // count per state name
 	ArenaError string         // why there is no arena, "" when there is one
+	Storage    Storage        // free space of the state and key directories against the floor
 }
 
 // ErasureSchema names a Report.

@@ -66,6 +66,7 @@ func (c *Cmd) pipelineError(asJSON bool, err error) error {
 		}
 		if re.Err != nil && len(re.Document.Reasons) > 0 && re.Document.Reasons[0].Kind == "vault" {
 			c.errorf("%s: %v", c.name, re.Err)
+			storageHint(c, re.Err)
 		}
 		return c.printRefusal(asJSON, re.Document)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/client"
+	"github.com/privacycut/privacycut/vault/harden"
 	"github.com/privacycut/privacycut/vault/vaultapi"
 )
 
@@ -63,7 +64,23 @@ func (c *Cmd) vaultError(asJSON bool, err error) error {
 		fmt.Fprintf(c.Stdout, "refused: %s (event %s)\n", code, doc.EventID)
 	}
 	c.errorf("%s: %v", c.name, err)
+	storageHint(c, err)
 	return &refusedError{1}
+}
+
+// storageHint explains a vault refusal for lack of disk space.
+func storageHint(c *Cmd, err error) {
+	if !errors.Is(err, vaultapi.ErrStorageLow) {
+		return
+	}
+	dir := "state or key directory"
+	var ve *vaultapi.Error
+	if errors.As(err, &ve) && ve.Field == "key_dir" {
+		dir = "key directory"
+	} else if errors.As(err, &ve) && ve.Field == "state_dir" {
+		dir = "state directory"
+	}
+	c.hintf("the vault's %s has less free space than vaultd's floor (--min-free); existing leases still work. Free space there (cut vault status shows it against the floor), then try again", dir)
 }
 
 // vaultSocket is --vault, else $PRIVACYCUT_VAULT.
@@ -108,7 +125,7 @@ func vaultStatus(ctx context.Context, c *Cmd, args []string) error {
 		return c.vaultError(*f.asJSON, err)
 	}
 	if *f.asJSON {
-		return c.printPlainJSON(st.Profile)
+		return c.printPlainJSON(statusOut{Profile: st.Profile, Storage: st.Storage})
 	}
 	p := st.Profile
 	locked := "not locked"
@@ -133,7 +150,41 @@ func vaultStatus(ctx context.Context, c *Cmd, args []string) error {
 	}
 	fmt.Fprintf(c.Stdout, "station: %s, key epoch: %d, max lease: %s, pid: %d\n", st.Station, st.Epoch, st.MaxLease, p.PID)
 	fmt.Fprintf(c.Stdout, "leases: %s\n", summary(st.Leases))
+	printStorage(c, st.Storage)
 	return nil
+}
+
+// statusOut is the --json output of cut vault status: VaultProfile@1 with
+// the vault's storage figures beside its fields.
+type statusOut struct {
+	harden.Profile
+	Storage vaultapi.Storage `json:"storage"`
+}
+
+// printStorage prints the free space of the vault's directories against
+// its floor.
+func printStorage(c *Cmd, s vaultapi.Storage) {
+	floor := "none (watermark disabled)"
+	if s.Floor > 0 {
+		floor = fmt.Sprintf("%d bytes", s.Floor)
+	}
+	fmt.Fprintf(c.Stdout, "free-space floor: %s\n", floor)
+	for _, d := range []struct {
+		name string
+		sp   vaultapi.DirSpace
+	}{{"state dir", s.State}, {"key dir", s.Key}} {
+		line := fmt.Sprintf("  %s: %d of %d bytes free", d.name, d.sp.FreeBytes, d.sp.TotalBytes)
+		if d.sp.FreeInodes >= 0 {
+			line += fmt.Sprintf(", %d inodes free", d.sp.FreeInodes)
+		}
+		if d.sp.Error != "" {
+			line += " (statfs: " + d.sp.Error + ")"
+		}
+		if d.sp.Low {
+			line += " — BELOW THE FLOOR: new grants are refused"
+		}
+		fmt.Fprintln(c.Stdout, line)
+	}
 }
 
 // backupOut is the --json output of cut vault backup.

@@ -37,7 +37,7 @@ type vaultFixture struct {
 	values [][]byte
 }
 
-func newVaultFixture(t *testing.T) *vaultFixture {
+func newVaultFixture(t *testing.T, opts ...func(*service.Options)) *vaultFixture {
 	t.Helper()
 	hardenOnce.Do(func() {
 		if err := harden.Apply(); err != nil {
@@ -45,8 +45,12 @@ func newVaultFixture(t *testing.T) *vaultFixture {
 		}
 	})
 	e := newTestEnv(t)
-	v, err := service.Open(service.Options{StateDir: filepath.Join(e.dir, "vstate"), KeyDir: filepath.Join(e.dir, "vkeys"),
-		Station: "station-a", MaxLease: time.Hour, ArenaSize: 1 << 20, SweepInterval: -1})
+	opt := service.Options{StateDir: filepath.Join(e.dir, "vstate"), KeyDir: filepath.Join(e.dir, "vkeys"),
+		Station: "station-a", MaxLease: time.Hour, ArenaSize: 1 << 20, SweepInterval: -1}
+	for _, o := range opts {
+		o(&opt)
+	}
+	v, err := service.Open(opt)
 	if err != nil {
 		t.Fatalf("service.Open: %v", err)
 	}
@@ -126,14 +130,19 @@ func TestVaultStatus(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	var p harden.Profile
-	decodeStrict(t, out, &p)
+	var st statusOut
+	decodeStrict(t, out, &st)
+	p := st.Profile
+	if st.Storage.Floor != 0 || st.Storage.Low || st.Storage.State.TotalBytes <= 0 || st.Storage.Key.TotalBytes <= 0 {
+		t.Errorf("storage: %+v", st.Storage)
+	}
 	if p.Schema != "VaultProfile@1" || p.Profile != "accepted" || p.Arena.Bytes == 0 || !p.Arena.Locked ||
 		p.Dumpable || p.CoreLimit != 0 || p.PID != os.Getpid() || len(p.Reasons) != 0 {
 		t.Errorf("status: %+v", p)
 	}
 	code, out, _ = f.cut(t, "vault", "status")
-	if code != ExitOK || !bytes.Contains(out, []byte("profile: accepted")) || !bytes.Contains(out, []byte("ACTIVE 1")) {
+	if code != ExitOK || !bytes.Contains(out, []byte("profile: accepted")) || !bytes.Contains(out, []byte("ACTIVE 1")) ||
+		!bytes.Contains(out, []byte("free-space floor: none")) || bytes.Contains(out, []byte("BELOW THE FLOOR")) {
 		t.Errorf("human status (exit %d):\n%s", code, out)
 	}
 	// The socket may come from the environment.
@@ -275,9 +284,42 @@ func TestReversibleRefusalExits3(t *testing.T) {
 		t.Errorf("rotate: exit %d %+v", code, ref)
 	}
 	code, out, _ = f.cut(t, "vault", "status", "--json")
-	var p harden.Profile
-	decodeStrict(t, out, &p)
+	var st statusOut
+	decodeStrict(t, out, &st)
+	p := st.Profile
 	if code != ExitOK || p.Profile != "not_proven" || len(p.Reasons) != 1 || p.Reasons[0] != "traceback" {
 		t.Errorf("status: exit %d %+v", code, p)
+	}
+}
+
+// TestVaultStorageLow: below the vault's free-space floor, status says so
+// (human and --json) and a refused rotation prints LIMIT_EXCEEDED with a
+// hint naming the cause and what to do.
+func TestVaultStorageLow(t *testing.T) {
+	const floor = 1 << 50 // more than any file system here has; canonical JSON holds it
+	low := newVaultFixture(t, func(o *service.Options) { o.MinFree = floor })
+	code, out, errb := low.cut(t, "vault", "rotate", "--json")
+	if code != ExitRefused {
+		t.Fatalf("rotate below the floor: exit %d\n%s%s", code, out, errb)
+	}
+	var doc receipts.RefusalDocument
+	decodeStrict(t, out, &doc)
+	if len(doc.Reasons) != 1 || doc.Reasons[0].Code != receipts.LimitExceeded {
+		t.Errorf("refusal: %+v", doc)
+	}
+	for _, want := range []string{"free space below the vault's floor (LIMIT_EXCEEDED)", "cut: hint: the vault's state directory has less free space", "--min-free"} {
+		if !bytes.Contains(errb, []byte(want)) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb)
+		}
+	}
+	code, out, _ = low.cut(t, "vault", "status")
+	if code != ExitOK || !bytes.Contains(out, []byte("free-space floor: 1125899906842624 bytes")) || !bytes.Contains(out, []byte("BELOW THE FLOOR")) {
+		t.Errorf("human status below the floor (exit %d):\n%s", code, out)
+	}
+	code, out, _ = low.cut(t, "vault", "status", "--json")
+	var st statusOut
+	decodeStrict(t, out, &st)
+	if code != ExitOK || !st.Storage.Low || !st.Storage.State.Low || st.Storage.Floor != floor {
+		t.Errorf("status --json below the floor: %+v", st.Storage)
 	}
 }

@@ -33,6 +33,7 @@ var errorTable = []errorRow{
 	{kind: "refusal", code: receipts.PlanMismatch, grpc: codes.FailedPrecondition},
 	{kind: "refusal", code: receipts.LeaseClaimConflict, grpc: codes.Aborted},
 	{kind: "refusal", code: receipts.LeaseUnrecoverable, grpc: codes.DataLoss},
+	{kind: "storage_low", code: receipts.LimitExceeded, sentinel: vaultapi.ErrStorageLow, grpc: codes.ResourceExhausted},
 	{kind: "refusal", code: receipts.LimitExceeded, grpc: codes.ResourceExhausted},
 	{kind: "refusal", code: receipts.MalformedRecord, grpc: codes.InvalidArgument},
 	{kind: "refusal", code: receipts.InvalidUTF8, grpc: codes.InvalidArgument},
@@ -48,6 +49,7 @@ var errorTable = []errorRow{
 	{kind: "forbidden", sentinel: vaultapi.ErrForbidden, grpc: codes.PermissionDenied},
 	{kind: "stale_key", sentinel: vaultapi.ErrStaleKey, grpc: codes.FailedPrecondition},
 	{kind: "closed", sentinel: vaultapi.ErrClosed, grpc: codes.Unavailable},
+	{kind: "storage_failed", sentinel: vaultapi.ErrStorageFailed, grpc: codes.Unavailable},
 	{kind: "peer", sentinel: vaultapi.ErrPeerRejected, grpc: codes.PermissionDenied},
 	{kind: "canceled", sentinel: context.Canceled, grpc: codes.Canceled},
 	{kind: "deadline", sentinel: context.DeadlineExceeded, grpc: codes.DeadlineExceeded},
@@ -57,11 +59,11 @@ var errorTable = []errorRow{
 // internalMessage is what an unknown error becomes on the wire.
 const internalMessage = "vault: internal error"
 
-// rowFor finds the row of an error: by refusal code first, then by
-// sentinel.
+// rowFor finds the row of an error: by refusal code first (a row that
+// also names a sentinel only when the error carries it), then by sentinel.
 func rowFor(e *vaultapi.Error) (errorRow, bool) {
 	for _, r := range errorTable {
-		if r.code != "" && r.code == e.Code {
+		if r.code != "" && r.code == e.Code && (r.sentinel == nil || errors.Is(e.Err, r.sentinel)) {
 			return r, true
 		}
 	}
@@ -238,6 +240,15 @@ func FromStatus(op string, err error) error {
 		}
 		if e.Code != "" && rr != nil {
 			e.Err = refusalOf(e.Code, rr)
+		}
+		if e.Code != "" && e.Err == nil {
+			// A refusal row that names its sentinel (storage_low).
+			for _, r := range errorTable {
+				if r.kind == ref.Kind && r.code == e.Code && r.sentinel != nil {
+					e.Err = r.sentinel
+					break
+				}
+			}
 		}
 		if e.Code == "" {
 			e.Err = vaultapi.ErrInternal

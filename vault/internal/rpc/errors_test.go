@@ -20,9 +20,6 @@ func TestErrorTable(t *testing.T) {
 		name := row.kind + "/" + string(row.code)
 		t.Run(name, func(t *testing.T) {
 			in := vaultapi.New(row.code, "op", "f", row.sentinel)
-			if row.code != "" {
-				in.Err = nil
-			}
 			st := ToStatus("op", in)
 			if got := status.Code(st); got != row.grpc {
 				t.Errorf("grpc code %v, want %v", got, row.grpc)
@@ -34,6 +31,9 @@ func TestErrorTable(t *testing.T) {
 			}
 			if row.sentinel != nil && !errors.Is(out, row.sentinel) {
 				t.Errorf("sentinel lost: %v", out)
+			}
+			if row.kind != "internal" && e.Field != "f" {
+				t.Errorf("field %q, want f", e.Field)
 			}
 		})
 	}
@@ -98,5 +98,41 @@ func TestReturnRefusalDetail(t *testing.T) {
 		if !errors.As(err, &e) || e.Code != receipts.TokenNotIssued || e.Err != nil {
 			t.Errorf("detail %v: %#v, want the code alone", rr, err)
 		}
+	}
+}
+
+// TestStorageLowRoundTrip: the storage refusal keeps its code, its
+// sentinel and the directory it names across the socket, and a plain
+// LIMIT_EXCEEDED does not gain the storage sentinel.
+func TestStorageLowRoundTrip(t *testing.T) {
+	out := FromStatus("create", ToStatus("create", vaultapi.New(receipts.LimitExceeded, "create", "key_dir", vaultapi.ErrStorageLow)))
+	if !errors.Is(out, vaultapi.ErrStorageLow) || vaultapi.CodeOf(out) != receipts.LimitExceeded {
+		t.Fatalf("storage refusal round trip: %v", out)
+	}
+	if want := "vault: create (field key_dir): free space below the vault's floor (LIMIT_EXCEEDED)"; out.Error() != want {
+		t.Errorf("text %q, want %q", out.Error(), want)
+	}
+	plain := FromStatus("create", ToStatus("create", vaultapi.New(receipts.LimitExceeded, "create", "values", nil)))
+	if errors.Is(plain, vaultapi.ErrStorageLow) || vaultapi.CodeOf(plain) != receipts.LimitExceeded {
+		t.Errorf("plain LIMIT_EXCEEDED round trip: %v", plain)
+	}
+}
+
+// TestStorageFiguresRoundTrip: Status's storage figures survive the wire,
+// and an error text that is not a short printable word is dropped.
+func TestStorageFiguresRoundTrip(t *testing.T) {
+	in := vaultapi.Storage{Floor: 64 << 20, Low: true,
+		State: vaultapi.DirSpace{FreeBytes: 1 << 20, TotalBytes: 4 << 20, FreeInodes: 900, Low: true},
+		Key:   vaultapi.DirSpace{FreeBytes: 9 << 30, TotalBytes: 10 << 30, FreeInodes: -1, Error: "EIO"}}
+	if d := cmp.Diff(in, StorageFromPB(StorageToPB(in))); d != "" {
+		t.Errorf("round trip (-in +out):\n%s", d)
+	}
+	bad := StorageToPB(in)
+	bad.KeyDir.Error = "VAULTD-CANARY\nmore than a word, and longer than the bound"
+	if got := StorageFromPB(bad).Key.Error; got != "" {
+		t.Errorf("error text %q kept", got)
+	}
+	if d := cmp.Diff(vaultapi.Storage{}, StorageFromPB(nil)); d != "" {
+		t.Errorf("nil storage: %s", d)
 	}
 }

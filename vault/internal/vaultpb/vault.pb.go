@@ -74,6 +74,7 @@ type StatusReply struct {
 	MaxLeaseS     int64                  `protobuf:"varint,5,opt,name=max_lease_s,json=maxLeaseS,proto3" json:"max_lease_s,omitempty"`
 	Leases        map[string]uint64      `protobuf:"bytes,6,rep,name=leases,proto3" json:"leases,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"` // count per state
 	ArenaError    string                 `protobuf:"bytes,7,opt,name=arena_error,json=arenaError,proto3" json:"arena_error,omitempty"`                                                  // why there is no arena
+	Storage       *StorageSpace          `protobuf:"bytes,20,opt,name=storage,proto3" json:"storage,omitempty"`                                                                         // free space against the floor
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -157,6 +158,159 @@ func (x *StatusReply) GetArenaError() string {
 	return ""
 }
 
+func (x *StatusReply) GetStorage() *StorageSpace {
+	if x != nil {
+		return x.Storage
+	}
+	return nil
+}
+
+// StorageSpace is the free space of the state and key directories' file
+// systems against the vault's floor (vaultapi.Storage).
+type StorageSpace struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FloorBytes    int64                  `protobuf:"varint,1,opt,name=floor_bytes,json=floorBytes,proto3" json:"floor_bytes,omitempty"`
+	StateDir      *DirSpace              `protobuf:"bytes,2,opt,name=state_dir,json=stateDir,proto3" json:"state_dir,omitempty"`
+	KeyDir        *DirSpace              `protobuf:"bytes,3,opt,name=key_dir,json=keyDir,proto3" json:"key_dir,omitempty"`
+	BelowFloor    bool                   `protobuf:"varint,4,opt,name=below_floor,json=belowFloor,proto3" json:"below_floor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StorageSpace) Reset() {
+	*x = StorageSpace{}
+	mi := &file_vault_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StorageSpace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StorageSpace) ProtoMessage() {}
+
+func (x *StorageSpace) ProtoReflect() protoreflect.Message {
+	mi := &file_vault_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StorageSpace.ProtoReflect.Descriptor instead.
+func (*StorageSpace) Descriptor() ([]byte, []int) {
+	return file_vault_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StorageSpace) GetFloorBytes() int64 {
+	if x != nil {
+		return x.FloorBytes
+	}
+	return 0
+}
+
+func (x *StorageSpace) GetStateDir() *DirSpace {
+	if x != nil {
+		return x.StateDir
+	}
+	return nil
+}
+
+func (x *StorageSpace) GetKeyDir() *DirSpace {
+	if x != nil {
+		return x.KeyDir
+	}
+	return nil
+}
+
+func (x *StorageSpace) GetBelowFloor() bool {
+	if x != nil {
+		return x.BelowFloor
+	}
+	return false
+}
+
+type DirSpace struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FreeBytes     int64                  `protobuf:"varint,1,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	TotalBytes    int64                  `protobuf:"varint,2,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	FreeInodes    int64                  `protobuf:"varint,3,opt,name=free_inodes,json=freeInodes,proto3" json:"free_inodes,omitempty"`
+	BelowFloor    bool                   `protobuf:"varint,4,opt,name=below_floor,json=belowFloor,proto3" json:"below_floor,omitempty"`
+	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirSpace) Reset() {
+	*x = DirSpace{}
+	mi := &file_vault_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirSpace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirSpace) ProtoMessage() {}
+
+func (x *DirSpace) ProtoReflect() protoreflect.Message {
+	mi := &file_vault_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirSpace.ProtoReflect.Descriptor instead.
+func (*DirSpace) Descriptor() ([]byte, []int) {
+	return file_vault_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DirSpace) GetFreeBytes() int64 {
+	if x != nil {
+		return x.FreeBytes
+	}
+	return 0
+}
+
+func (x *DirSpace) GetTotalBytes() int64 {
+	if x != nil {
+		return x.TotalBytes
+	}
+	return 0
+}
+
+func (x *DirSpace) GetFreeInodes() int64 {
+	if x != nil {
+		return x.FreeInodes
+	}
+	return 0
+}
+
+func (x *DirSpace) GetBelowFloor() bool {
+	if x != nil {
+		return x.BelowFloor
+	}
+	return false
+}
+
+func (x *DirSpace) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // SealedValues are owner values sealed as one message to the vault's
 // public key (package vault/seal): only `sealed` is secret; categories,
 // indexes and lengths travel in clear and are bound to it as associated
@@ -175,7 +329,7 @@ type SealedValues struct {
 
 func (x *SealedValues) Reset() {
 	*x = SealedValues{}
-	mi := &file_vault_proto_msgTypes[2]
+	mi := &file_vault_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -187,7 +341,7 @@ func (x *SealedValues) String() string {
 func (*SealedValues) ProtoMessage() {}
 
 func (x *SealedValues) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[2]
+	mi := &file_vault_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -200,7 +354,7 @@ func (x *SealedValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SealedValues.ProtoReflect.Descriptor instead.
 func (*SealedValues) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{2}
+	return file_vault_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SealedValues) GetEphemeralPublicKey() []byte {
@@ -264,7 +418,7 @@ type CreateLeaseRequest struct {
 
 func (x *CreateLeaseRequest) Reset() {
 	*x = CreateLeaseRequest{}
-	mi := &file_vault_proto_msgTypes[3]
+	mi := &file_vault_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -276,7 +430,7 @@ func (x *CreateLeaseRequest) String() string {
 func (*CreateLeaseRequest) ProtoMessage() {}
 
 func (x *CreateLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[3]
+	mi := &file_vault_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -289,7 +443,7 @@ func (x *CreateLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLeaseRequest.ProtoReflect.Descriptor instead.
 func (*CreateLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{3}
+	return file_vault_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateLeaseRequest) GetRun() string {
@@ -379,7 +533,7 @@ type CreateLeaseReply struct {
 
 func (x *CreateLeaseReply) Reset() {
 	*x = CreateLeaseReply{}
-	mi := &file_vault_proto_msgTypes[4]
+	mi := &file_vault_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +545,7 @@ func (x *CreateLeaseReply) String() string {
 func (*CreateLeaseReply) ProtoMessage() {}
 
 func (x *CreateLeaseReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[4]
+	mi := &file_vault_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +558,7 @@ func (x *CreateLeaseReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLeaseReply.ProtoReflect.Descriptor instead.
 func (*CreateLeaseReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{4}
+	return file_vault_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateLeaseReply) GetLeaseJson() []byte {
@@ -434,7 +588,7 @@ type BindRequest struct {
 
 func (x *BindRequest) Reset() {
 	*x = BindRequest{}
-	mi := &file_vault_proto_msgTypes[5]
+	mi := &file_vault_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +600,7 @@ func (x *BindRequest) String() string {
 func (*BindRequest) ProtoMessage() {}
 
 func (x *BindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[5]
+	mi := &file_vault_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +613,7 @@ func (x *BindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindRequest.ProtoReflect.Descriptor instead.
 func (*BindRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{5}
+	return file_vault_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BindRequest) GetLeaseId() string {
@@ -505,7 +659,7 @@ type BindReply struct {
 
 func (x *BindReply) Reset() {
 	*x = BindReply{}
-	mi := &file_vault_proto_msgTypes[6]
+	mi := &file_vault_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +671,7 @@ func (x *BindReply) String() string {
 func (*BindReply) ProtoMessage() {}
 
 func (x *BindReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[6]
+	mi := &file_vault_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +684,7 @@ func (x *BindReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindReply.ProtoReflect.Descriptor instead.
 func (*BindReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{6}
+	return file_vault_proto_rawDescGZIP(), []int{8}
 }
 
 type IssuedRequest struct {
@@ -544,7 +698,7 @@ type IssuedRequest struct {
 
 func (x *IssuedRequest) Reset() {
 	*x = IssuedRequest{}
-	mi := &file_vault_proto_msgTypes[7]
+	mi := &file_vault_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -556,7 +710,7 @@ func (x *IssuedRequest) String() string {
 func (*IssuedRequest) ProtoMessage() {}
 
 func (x *IssuedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[7]
+	mi := &file_vault_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -569,7 +723,7 @@ func (x *IssuedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssuedRequest.ProtoReflect.Descriptor instead.
 func (*IssuedRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{7}
+	return file_vault_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *IssuedRequest) GetLeaseId() string {
@@ -602,7 +756,7 @@ type IssuedReply struct {
 
 func (x *IssuedReply) Reset() {
 	*x = IssuedReply{}
-	mi := &file_vault_proto_msgTypes[8]
+	mi := &file_vault_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -614,7 +768,7 @@ func (x *IssuedReply) String() string {
 func (*IssuedReply) ProtoMessage() {}
 
 func (x *IssuedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[8]
+	mi := &file_vault_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -627,7 +781,7 @@ func (x *IssuedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssuedReply.ProtoReflect.Descriptor instead.
 func (*IssuedReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{8}
+	return file_vault_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *IssuedReply) GetIssued() []bool {
@@ -650,7 +804,7 @@ type ClaimRequest struct {
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_vault_proto_msgTypes[9]
+	mi := &file_vault_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -662,7 +816,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[9]
+	mi := &file_vault_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -675,7 +829,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{9}
+	return file_vault_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ClaimRequest) GetLeaseId() string {
@@ -722,7 +876,7 @@ type LeaseRef struct {
 
 func (x *LeaseRef) Reset() {
 	*x = LeaseRef{}
-	mi := &file_vault_proto_msgTypes[10]
+	mi := &file_vault_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +888,7 @@ func (x *LeaseRef) String() string {
 func (*LeaseRef) ProtoMessage() {}
 
 func (x *LeaseRef) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[10]
+	mi := &file_vault_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +901,7 @@ func (x *LeaseRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRef.ProtoReflect.Descriptor instead.
 func (*LeaseRef) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{10}
+	return file_vault_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LeaseRef) GetLeaseId() string {
@@ -768,7 +922,7 @@ type LeaseReply struct {
 
 func (x *LeaseReply) Reset() {
 	*x = LeaseReply{}
-	mi := &file_vault_proto_msgTypes[11]
+	mi := &file_vault_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +934,7 @@ func (x *LeaseReply) String() string {
 func (*LeaseReply) ProtoMessage() {}
 
 func (x *LeaseReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[11]
+	mi := &file_vault_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +947,7 @@ func (x *LeaseReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseReply.ProtoReflect.Descriptor instead.
 func (*LeaseReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{11}
+	return file_vault_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LeaseReply) GetLeaseJson() []byte {
@@ -825,7 +979,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_vault_proto_msgTypes[12]
+	mi := &file_vault_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +991,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[12]
+	mi := &file_vault_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +1004,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{12}
+	return file_vault_proto_rawDescGZIP(), []int{14}
 }
 
 type ListReply struct {
@@ -862,7 +1016,7 @@ type ListReply struct {
 
 func (x *ListReply) Reset() {
 	*x = ListReply{}
-	mi := &file_vault_proto_msgTypes[13]
+	mi := &file_vault_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1028,7 @@ func (x *ListReply) String() string {
 func (*ListReply) ProtoMessage() {}
 
 func (x *ListReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[13]
+	mi := &file_vault_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1041,7 @@ func (x *ListReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReply.ProtoReflect.Descriptor instead.
 func (*ListReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{13}
+	return file_vault_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListReply) GetLeases() []*LeaseReply {
@@ -905,7 +1059,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_vault_proto_msgTypes[14]
+	mi := &file_vault_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +1071,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[14]
+	mi := &file_vault_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +1084,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{14}
+	return file_vault_proto_rawDescGZIP(), []int{16}
 }
 
 type BackupStats struct {
@@ -944,7 +1098,7 @@ type BackupStats struct {
 
 func (x *BackupStats) Reset() {
 	*x = BackupStats{}
-	mi := &file_vault_proto_msgTypes[15]
+	mi := &file_vault_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1110,7 @@ func (x *BackupStats) String() string {
 func (*BackupStats) ProtoMessage() {}
 
 func (x *BackupStats) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[15]
+	mi := &file_vault_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1123,7 @@ func (x *BackupStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupStats.ProtoReflect.Descriptor instead.
 func (*BackupStats) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{15}
+	return file_vault_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BackupStats) GetLeases() uint32 {
@@ -1003,7 +1157,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_vault_proto_msgTypes[16]
+	mi := &file_vault_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1169,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[16]
+	mi := &file_vault_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1182,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{16}
+	return file_vault_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BackupChunk) GetData() []byte {
@@ -1054,7 +1208,7 @@ type RestoreChunk struct {
 
 func (x *RestoreChunk) Reset() {
 	*x = RestoreChunk{}
-	mi := &file_vault_proto_msgTypes[17]
+	mi := &file_vault_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1220,7 @@ func (x *RestoreChunk) String() string {
 func (*RestoreChunk) ProtoMessage() {}
 
 func (x *RestoreChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[17]
+	mi := &file_vault_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1233,7 @@ func (x *RestoreChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreChunk.ProtoReflect.Descriptor instead.
 func (*RestoreChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{17}
+	return file_vault_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RestoreChunk) GetData() []byte {
@@ -1100,7 +1254,7 @@ type RestoreReply struct {
 
 func (x *RestoreReply) Reset() {
 	*x = RestoreReply{}
-	mi := &file_vault_proto_msgTypes[18]
+	mi := &file_vault_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1266,7 @@ func (x *RestoreReply) String() string {
 func (*RestoreReply) ProtoMessage() {}
 
 func (x *RestoreReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[18]
+	mi := &file_vault_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1279,7 @@ func (x *RestoreReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreReply.ProtoReflect.Descriptor instead.
 func (*RestoreReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{18}
+	return file_vault_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RestoreReply) GetRestored() uint32 {
@@ -1157,7 +1311,7 @@ type RotateRequest struct {
 
 func (x *RotateRequest) Reset() {
 	*x = RotateRequest{}
-	mi := &file_vault_proto_msgTypes[19]
+	mi := &file_vault_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1323,7 @@ func (x *RotateRequest) String() string {
 func (*RotateRequest) ProtoMessage() {}
 
 func (x *RotateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[19]
+	mi := &file_vault_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1336,7 @@ func (x *RotateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRequest.ProtoReflect.Descriptor instead.
 func (*RotateRequest) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{19}
+	return file_vault_proto_rawDescGZIP(), []int{21}
 }
 
 type RotateReply struct {
@@ -1197,7 +1351,7 @@ type RotateReply struct {
 
 func (x *RotateReply) Reset() {
 	*x = RotateReply{}
-	mi := &file_vault_proto_msgTypes[20]
+	mi := &file_vault_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1363,7 @@ func (x *RotateReply) String() string {
 func (*RotateReply) ProtoMessage() {}
 
 func (x *RotateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[20]
+	mi := &file_vault_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1376,7 @@ func (x *RotateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateReply.ProtoReflect.Descriptor instead.
 func (*RotateReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{20}
+	return file_vault_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RotateReply) GetFrom() uint64 {
@@ -1264,7 +1418,7 @@ type ProveErasureChunk struct {
 
 func (x *ProveErasureChunk) Reset() {
 	*x = ProveErasureChunk{}
-	mi := &file_vault_proto_msgTypes[21]
+	mi := &file_vault_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1430,7 @@ func (x *ProveErasureChunk) String() string {
 func (*ProveErasureChunk) ProtoMessage() {}
 
 func (x *ProveErasureChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[21]
+	mi := &file_vault_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1443,7 @@ func (x *ProveErasureChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProveErasureChunk.ProtoReflect.Descriptor instead.
 func (*ProveErasureChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{21}
+	return file_vault_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ProveErasureChunk) GetDestroyedLease() string {
@@ -1322,7 +1476,7 @@ type ProveErasureReply struct {
 
 func (x *ProveErasureReply) Reset() {
 	*x = ProveErasureReply{}
-	mi := &file_vault_proto_msgTypes[22]
+	mi := &file_vault_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1334,7 +1488,7 @@ func (x *ProveErasureReply) String() string {
 func (*ProveErasureReply) ProtoMessage() {}
 
 func (x *ProveErasureReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[22]
+	mi := &file_vault_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1347,7 +1501,7 @@ func (x *ProveErasureReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProveErasureReply.ProtoReflect.Descriptor instead.
 func (*ProveErasureReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{22}
+	return file_vault_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ProveErasureReply) GetReportJson() []byte {
@@ -1379,7 +1533,7 @@ type RehydrateHeader struct {
 
 func (x *RehydrateHeader) Reset() {
 	*x = RehydrateHeader{}
-	mi := &file_vault_proto_msgTypes[23]
+	mi := &file_vault_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1391,7 +1545,7 @@ func (x *RehydrateHeader) String() string {
 func (*RehydrateHeader) ProtoMessage() {}
 
 func (x *RehydrateHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[23]
+	mi := &file_vault_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1404,7 +1558,7 @@ func (x *RehydrateHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RehydrateHeader.ProtoReflect.Descriptor instead.
 func (*RehydrateHeader) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{23}
+	return file_vault_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RehydrateHeader) GetLeaseId() string {
@@ -1515,7 +1669,7 @@ type RehydrateChunk struct {
 
 func (x *RehydrateChunk) Reset() {
 	*x = RehydrateChunk{}
-	mi := &file_vault_proto_msgTypes[24]
+	mi := &file_vault_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1681,7 @@ func (x *RehydrateChunk) String() string {
 func (*RehydrateChunk) ProtoMessage() {}
 
 func (x *RehydrateChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[24]
+	mi := &file_vault_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1694,7 @@ func (x *RehydrateChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RehydrateChunk.ProtoReflect.Descriptor instead.
 func (*RehydrateChunk) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{24}
+	return file_vault_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RehydrateChunk) GetHeader() *RehydrateHeader {
@@ -1573,7 +1727,7 @@ type RehydrateReply struct {
 
 func (x *RehydrateReply) Reset() {
 	*x = RehydrateReply{}
-	mi := &file_vault_proto_msgTypes[25]
+	mi := &file_vault_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1739,7 @@ func (x *RehydrateReply) String() string {
 func (*RehydrateReply) ProtoMessage() {}
 
 func (x *RehydrateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[25]
+	mi := &file_vault_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1752,7 @@ func (x *RehydrateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RehydrateReply.ProtoReflect.Descriptor instead.
 func (*RehydrateReply) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{25}
+	return file_vault_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RehydrateReply) GetOutputSize() uint64 {
@@ -1649,7 +1803,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_vault_proto_msgTypes[26]
+	mi := &file_vault_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1815,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[26]
+	mi := &file_vault_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1828,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{26}
+	return file_vault_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Refusal) GetCode() string {
@@ -1723,7 +1877,7 @@ type ReturnRefusal struct {
 
 func (x *ReturnRefusal) Reset() {
 	*x = ReturnRefusal{}
-	mi := &file_vault_proto_msgTypes[27]
+	mi := &file_vault_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1889,7 @@ func (x *ReturnRefusal) String() string {
 func (*ReturnRefusal) ProtoMessage() {}
 
 func (x *ReturnRefusal) ProtoReflect() protoreflect.Message {
-	mi := &file_vault_proto_msgTypes[27]
+	mi := &file_vault_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1902,7 @@ func (x *ReturnRefusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnRefusal.ProtoReflect.Descriptor instead.
 func (*ReturnRefusal) Descriptor() ([]byte, []int) {
-	return file_vault_proto_rawDescGZIP(), []int{27}
+	return file_vault_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReturnRefusal) GetDocument() string {
@@ -1805,7 +1959,7 @@ var File_vault_proto protoreflect.FileDescriptor
 const file_vault_proto_rawDesc = "" +
 	"\n" +
 	"\vvault.proto\x12\x13privacycut.vault.v1\"\x0f\n" +
-	"\rStatusRequest\"\xca\x02\n" +
+	"\rStatusRequest\"\x87\x03\n" +
 	"\vStatusReply\x12!\n" +
 	"\fprofile_json\x18\x01 \x01(\fR\vprofileJson\x12&\n" +
 	"\x0fseal_public_key\x18\x02 \x01(\fR\rsealPublicKey\x12\x18\n" +
@@ -1814,10 +1968,28 @@ const file_vault_proto_rawDesc = "" +
 	"\vmax_lease_s\x18\x05 \x01(\x03R\tmaxLeaseS\x12D\n" +
 	"\x06leases\x18\x06 \x03(\v2,.privacycut.vault.v1.StatusReply.LeasesEntryR\x06leases\x12\x1f\n" +
 	"\varena_error\x18\a \x01(\tR\n" +
-	"arenaError\x1a9\n" +
+	"arenaError\x12;\n" +
+	"\astorage\x18\x14 \x01(\v2!.privacycut.vault.v1.StorageSpaceR\astorage\x1a9\n" +
 	"\vLeasesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xeb\x01\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xc4\x01\n" +
+	"\fStorageSpace\x12\x1f\n" +
+	"\vfloor_bytes\x18\x01 \x01(\x03R\n" +
+	"floorBytes\x12:\n" +
+	"\tstate_dir\x18\x02 \x01(\v2\x1d.privacycut.vault.v1.DirSpaceR\bstateDir\x126\n" +
+	"\akey_dir\x18\x03 \x01(\v2\x1d.privacycut.vault.v1.DirSpaceR\x06keyDir\x12\x1f\n" +
+	"\vbelow_floor\x18\x04 \x01(\bR\n" +
+	"belowFloor\"\xa2\x01\n" +
+	"\bDirSpace\x12\x1d\n" +
+	"\n" +
+	"free_bytes\x18\x01 \x01(\x03R\tfreeBytes\x12\x1f\n" +
+	"\vtotal_bytes\x18\x02 \x01(\x03R\n" +
+	"totalBytes\x12\x1f\n" +
+	"\vfree_inodes\x18\x03 \x01(\x03R\n" +
+	"freeInodes\x12\x1f\n" +
+	"\vbelow_floor\x18\x04 \x01(\bR\n" +
+	"belowFloor\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xeb\x01\n" +
 	"\fSealedValues\x120\n" +
 	"\x14ephemeral_public_key\x18\x01 \x01(\fR\x12ephemeralPublicKey\x120\n" +
 	"\x14recipient_public_key\x18\x02 \x01(\fR\x12recipientPublicKey\x12\x1e\n" +
@@ -1974,79 +2146,84 @@ func file_vault_proto_rawDescGZIP() []byte {
 	return file_vault_proto_rawDescData
 }
 
-var file_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_vault_proto_goTypes = []any{
 	(*StatusRequest)(nil),      // 0: privacycut.vault.v1.StatusRequest
 	(*StatusReply)(nil),        // 1: privacycut.vault.v1.StatusReply
-	(*SealedValues)(nil),       // 2: privacycut.vault.v1.SealedValues
-	(*CreateLeaseRequest)(nil), // 3: privacycut.vault.v1.CreateLeaseRequest
-	(*CreateLeaseReply)(nil),   // 4: privacycut.vault.v1.CreateLeaseReply
-	(*BindRequest)(nil),        // 5: privacycut.vault.v1.BindRequest
-	(*BindReply)(nil),          // 6: privacycut.vault.v1.BindReply
-	(*IssuedRequest)(nil),      // 7: privacycut.vault.v1.IssuedRequest
-	(*IssuedReply)(nil),        // 8: privacycut.vault.v1.IssuedReply
-	(*ClaimRequest)(nil),       // 9: privacycut.vault.v1.ClaimRequest
-	(*LeaseRef)(nil),           // 10: privacycut.vault.v1.LeaseRef
-	(*LeaseReply)(nil),         // 11: privacycut.vault.v1.LeaseReply
-	(*ListRequest)(nil),        // 12: privacycut.vault.v1.ListRequest
-	(*ListReply)(nil),          // 13: privacycut.vault.v1.ListReply
-	(*BackupRequest)(nil),      // 14: privacycut.vault.v1.BackupRequest
-	(*BackupStats)(nil),        // 15: privacycut.vault.v1.BackupStats
-	(*BackupChunk)(nil),        // 16: privacycut.vault.v1.BackupChunk
-	(*RestoreChunk)(nil),       // 17: privacycut.vault.v1.RestoreChunk
-	(*RestoreReply)(nil),       // 18: privacycut.vault.v1.RestoreReply
-	(*RotateRequest)(nil),      // 19: privacycut.vault.v1.RotateRequest
-	(*RotateReply)(nil),        // 20: privacycut.vault.v1.RotateReply
-	(*ProveErasureChunk)(nil),  // 21: privacycut.vault.v1.ProveErasureChunk
-	(*ProveErasureReply)(nil),  // 22: privacycut.vault.v1.ProveErasureReply
-	(*RehydrateHeader)(nil),    // 23: privacycut.vault.v1.RehydrateHeader
-	(*RehydrateChunk)(nil),     // 24: privacycut.vault.v1.RehydrateChunk
-	(*RehydrateReply)(nil),     // 25: privacycut.vault.v1.RehydrateReply
-	(*Refusal)(nil),            // 26: privacycut.vault.v1.Refusal
-	(*ReturnRefusal)(nil),      // 27: privacycut.vault.v1.ReturnRefusal
-	nil,                        // 28: privacycut.vault.v1.StatusReply.LeasesEntry
+	(*StorageSpace)(nil),       // 2: privacycut.vault.v1.StorageSpace
+	(*DirSpace)(nil),           // 3: privacycut.vault.v1.DirSpace
+	(*SealedValues)(nil),       // 4: privacycut.vault.v1.SealedValues
+	(*CreateLeaseRequest)(nil), // 5: privacycut.vault.v1.CreateLeaseRequest
+	(*CreateLeaseReply)(nil),   // 6: privacycut.vault.v1.CreateLeaseReply
+	(*BindRequest)(nil),        // 7: privacycut.vault.v1.BindRequest
+	(*BindReply)(nil),          // 8: privacycut.vault.v1.BindReply
+	(*IssuedRequest)(nil),      // 9: privacycut.vault.v1.IssuedRequest
+	(*IssuedReply)(nil),        // 10: privacycut.vault.v1.IssuedReply
+	(*ClaimRequest)(nil),       // 11: privacycut.vault.v1.ClaimRequest
+	(*LeaseRef)(nil),           // 12: privacycut.vault.v1.LeaseRef
+	(*LeaseReply)(nil),         // 13: privacycut.vault.v1.LeaseReply
+	(*ListRequest)(nil),        // 14: privacycut.vault.v1.ListRequest
+	(*ListReply)(nil),          // 15: privacycut.vault.v1.ListReply
+	(*BackupRequest)(nil),      // 16: privacycut.vault.v1.BackupRequest
+	(*BackupStats)(nil),        // 17: privacycut.vault.v1.BackupStats
+	(*BackupChunk)(nil),        // 18: privacycut.vault.v1.BackupChunk
+	(*RestoreChunk)(nil),       // 19: privacycut.vault.v1.RestoreChunk
+	(*RestoreReply)(nil),       // 20: privacycut.vault.v1.RestoreReply
+	(*RotateRequest)(nil),      // 21: privacycut.vault.v1.RotateRequest
+	(*RotateReply)(nil),        // 22: privacycut.vault.v1.RotateReply
+	(*ProveErasureChunk)(nil),  // 23: privacycut.vault.v1.ProveErasureChunk
+	(*ProveErasureReply)(nil),  // 24: privacycut.vault.v1.ProveErasureReply
+	(*RehydrateHeader)(nil),    // 25: privacycut.vault.v1.RehydrateHeader
+	(*RehydrateChunk)(nil),     // 26: privacycut.vault.v1.RehydrateChunk
+	(*RehydrateReply)(nil),     // 27: privacycut.vault.v1.RehydrateReply
+	(*Refusal)(nil),            // 28: privacycut.vault.v1.Refusal
+	(*ReturnRefusal)(nil),      // 29: privacycut.vault.v1.ReturnRefusal
+	nil,                        // 30: privacycut.vault.v1.StatusReply.LeasesEntry
 }
 var file_vault_proto_depIdxs = []int32{
-	28, // 0: privacycut.vault.v1.StatusReply.leases:type_name -> privacycut.vault.v1.StatusReply.LeasesEntry
-	2,  // 1: privacycut.vault.v1.CreateLeaseRequest.values:type_name -> privacycut.vault.v1.SealedValues
-	2,  // 2: privacycut.vault.v1.IssuedRequest.values:type_name -> privacycut.vault.v1.SealedValues
-	11, // 3: privacycut.vault.v1.ListReply.leases:type_name -> privacycut.vault.v1.LeaseReply
-	15, // 4: privacycut.vault.v1.BackupChunk.stats:type_name -> privacycut.vault.v1.BackupStats
-	2,  // 5: privacycut.vault.v1.RehydrateHeader.evidence_key:type_name -> privacycut.vault.v1.SealedValues
-	23, // 6: privacycut.vault.v1.RehydrateChunk.header:type_name -> privacycut.vault.v1.RehydrateHeader
-	0,  // 7: privacycut.vault.v1.Vault.Status:input_type -> privacycut.vault.v1.StatusRequest
-	3,  // 8: privacycut.vault.v1.Vault.CreateLease:input_type -> privacycut.vault.v1.CreateLeaseRequest
-	5,  // 9: privacycut.vault.v1.Vault.Bind:input_type -> privacycut.vault.v1.BindRequest
-	7,  // 10: privacycut.vault.v1.Vault.Issued:input_type -> privacycut.vault.v1.IssuedRequest
-	9,  // 11: privacycut.vault.v1.Vault.Claim:input_type -> privacycut.vault.v1.ClaimRequest
-	9,  // 12: privacycut.vault.v1.Vault.Consume:input_type -> privacycut.vault.v1.ClaimRequest
-	10, // 13: privacycut.vault.v1.Vault.Revoke:input_type -> privacycut.vault.v1.LeaseRef
-	12, // 14: privacycut.vault.v1.Vault.List:input_type -> privacycut.vault.v1.ListRequest
-	10, // 15: privacycut.vault.v1.Vault.Show:input_type -> privacycut.vault.v1.LeaseRef
-	14, // 16: privacycut.vault.v1.Vault.Backup:input_type -> privacycut.vault.v1.BackupRequest
-	17, // 17: privacycut.vault.v1.Vault.Restore:input_type -> privacycut.vault.v1.RestoreChunk
-	19, // 18: privacycut.vault.v1.Vault.Rotate:input_type -> privacycut.vault.v1.RotateRequest
-	21, // 19: privacycut.vault.v1.Vault.ProveErasure:input_type -> privacycut.vault.v1.ProveErasureChunk
-	24, // 20: privacycut.vault.v1.Vault.Rehydrate:input_type -> privacycut.vault.v1.RehydrateChunk
-	1,  // 21: privacycut.vault.v1.Vault.Status:output_type -> privacycut.vault.v1.StatusReply
-	4,  // 22: privacycut.vault.v1.Vault.CreateLease:output_type -> privacycut.vault.v1.CreateLeaseReply
-	6,  // 23: privacycut.vault.v1.Vault.Bind:output_type -> privacycut.vault.v1.BindReply
-	8,  // 24: privacycut.vault.v1.Vault.Issued:output_type -> privacycut.vault.v1.IssuedReply
-	11, // 25: privacycut.vault.v1.Vault.Claim:output_type -> privacycut.vault.v1.LeaseReply
-	11, // 26: privacycut.vault.v1.Vault.Consume:output_type -> privacycut.vault.v1.LeaseReply
-	11, // 27: privacycut.vault.v1.Vault.Revoke:output_type -> privacycut.vault.v1.LeaseReply
-	13, // 28: privacycut.vault.v1.Vault.List:output_type -> privacycut.vault.v1.ListReply
-	11, // 29: privacycut.vault.v1.Vault.Show:output_type -> privacycut.vault.v1.LeaseReply
-	16, // 30: privacycut.vault.v1.Vault.Backup:output_type -> privacycut.vault.v1.BackupChunk
-	18, // 31: privacycut.vault.v1.Vault.Restore:output_type -> privacycut.vault.v1.RestoreReply
-	20, // 32: privacycut.vault.v1.Vault.Rotate:output_type -> privacycut.vault.v1.RotateReply
-	22, // 33: privacycut.vault.v1.Vault.ProveErasure:output_type -> privacycut.vault.v1.ProveErasureReply
-	25, // 34: privacycut.vault.v1.Vault.Rehydrate:output_type -> privacycut.vault.v1.RehydrateReply
-	21, // [21:35] is the sub-list for method output_type
-	7,  // [7:21] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	30, // 0: privacycut.vault.v1.StatusReply.leases:type_name -> privacycut.vault.v1.StatusReply.LeasesEntry
+	2,  // 1: privacycut.vault.v1.StatusReply.storage:type_name -> privacycut.vault.v1.StorageSpace
+	3,  // 2: privacycut.vault.v1.StorageSpace.state_dir:type_name -> privacycut.vault.v1.DirSpace
+	3,  // 3: privacycut.vault.v1.StorageSpace.key_dir:type_name -> privacycut.vault.v1.DirSpace
+	4,  // 4: privacycut.vault.v1.CreateLeaseRequest.values:type_name -> privacycut.vault.v1.SealedValues
+	4,  // 5: privacycut.vault.v1.IssuedRequest.values:type_name -> privacycut.vault.v1.SealedValues
+	13, // 6: privacycut.vault.v1.ListReply.leases:type_name -> privacycut.vault.v1.LeaseReply
+	17, // 7: privacycut.vault.v1.BackupChunk.stats:type_name -> privacycut.vault.v1.BackupStats
+	4,  // 8: privacycut.vault.v1.RehydrateHeader.evidence_key:type_name -> privacycut.vault.v1.SealedValues
+	25, // 9: privacycut.vault.v1.RehydrateChunk.header:type_name -> privacycut.vault.v1.RehydrateHeader
+	0,  // 10: privacycut.vault.v1.Vault.Status:input_type -> privacycut.vault.v1.StatusRequest
+	5,  // 11: privacycut.vault.v1.Vault.CreateLease:input_type -> privacycut.vault.v1.CreateLeaseRequest
+	7,  // 12: privacycut.vault.v1.Vault.Bind:input_type -> privacycut.vault.v1.BindRequest
+	9,  // 13: privacycut.vault.v1.Vault.Issued:input_type -> privacycut.vault.v1.IssuedRequest
+	11, // 14: privacycut.vault.v1.Vault.Claim:input_type -> privacycut.vault.v1.ClaimRequest
+	11, // 15: privacycut.vault.v1.Vault.Consume:input_type -> privacycut.vault.v1.ClaimRequest
+	12, // 16: privacycut.vault.v1.Vault.Revoke:input_type -> privacycut.vault.v1.LeaseRef
+	14, // 17: privacycut.vault.v1.Vault.List:input_type -> privacycut.vault.v1.ListRequest
+	12, // 18: privacycut.vault.v1.Vault.Show:input_type -> privacycut.vault.v1.LeaseRef
+	16, // 19: privacycut.vault.v1.Vault.Backup:input_type -> privacycut.vault.v1.BackupRequest
+	19, // 20: privacycut.vault.v1.Vault.Restore:input_type -> privacycut.vault.v1.RestoreChunk
+	21, // 21: privacycut.vault.v1.Vault.Rotate:input_type -> privacycut.vault.v1.RotateRequest
+	23, // 22: privacycut.vault.v1.Vault.ProveErasure:input_type -> privacycut.vault.v1.ProveErasureChunk
+	26, // 23: privacycut.vault.v1.Vault.Rehydrate:input_type -> privacycut.vault.v1.RehydrateChunk
+	1,  // 24: privacycut.vault.v1.Vault.Status:output_type -> privacycut.vault.v1.StatusReply
+	6,  // 25: privacycut.vault.v1.Vault.CreateLease:output_type -> privacycut.vault.v1.CreateLeaseReply
+	8,  // 26: privacycut.vault.v1.Vault.Bind:output_type -> privacycut.vault.v1.BindReply
+	10, // 27: privacycut.vault.v1.Vault.Issued:output_type -> privacycut.vault.v1.IssuedReply
+	13, // 28: privacycut.vault.v1.Vault.Claim:output_type -> privacycut.vault.v1.LeaseReply
+	13, // 29: privacycut.vault.v1.Vault.Consume:output_type -> privacycut.vault.v1.LeaseReply
+	13, // 30: privacycut.vault.v1.Vault.Revoke:output_type -> privacycut.vault.v1.LeaseReply
+	15, // 31: privacycut.vault.v1.Vault.List:output_type -> privacycut.vault.v1.ListReply
+	13, // 32: privacycut.vault.v1.Vault.Show:output_type -> privacycut.vault.v1.LeaseReply
+	18, // 33: privacycut.vault.v1.Vault.Backup:output_type -> privacycut.vault.v1.BackupChunk
+	20, // 34: privacycut.vault.v1.Vault.Restore:output_type -> privacycut.vault.v1.RestoreReply
+	22, // 35: privacycut.vault.v1.Vault.Rotate:output_type -> privacycut.vault.v1.RotateReply
+	24, // 36: privacycut.vault.v1.Vault.ProveErasure:output_type -> privacycut.vault.v1.ProveErasureReply
+	27, // 37: privacycut.vault.v1.Vault.Rehydrate:output_type -> privacycut.vault.v1.RehydrateReply
+	24, // [24:38] is the sub-list for method output_type
+	10, // [10:24] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_vault_proto_init() }
@@ -2060,7 +2237,7 @@ func file_vault_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vault_proto_rawDesc), len(file_vault_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

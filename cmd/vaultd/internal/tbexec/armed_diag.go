@@ -1,0 +1,5 @@
+//go:build diagdump
+
+package tbexec
+
+const armed = false
