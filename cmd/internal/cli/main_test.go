@@ -18,6 +18,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(asEnv) {
 	case "cut":
 		os.Exit(Main(context.Background(), append([]string{"cut"}, os.Args[1:]...)))
+	case "post":
+		os.Exit(barePost(os.Args[1], os.Args[2], os.Args[3]))
 	case "sha256":
 		data, err := os.ReadFile(os.Args[1])
 		if err != nil {
@@ -37,6 +39,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// asEnv makes the test binary run as `cut` ("cut") or as the baseline
-// ("sha256") instead of running tests.
+// asEnv makes the test binary run as `cut` ("cut"), or as a baseline
+// ("sha256", "post") instead of running tests.
 const asEnv = "PRIVACYCUT_TEST_AS"

@@ -17,12 +17,13 @@ import (
 )
 
 func init() {
-	register(&command{name: "prepare", synopsis: "--vocab V --plan P [--route NOTE --trust KEYS…] [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [-o BUNDLE] [--json] PROJ",
+	register(&command{name: "prepare", synopsis: "--vocab V --plan P [--route NOTE --trust KEYS…] [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [--schema S] [-o BUNDLE] [--json] PROJ",
 		summary: "cut a projection, verify it independently, seal it (CutBundle@1)", run: runPrepare})
 }
 
 type prepareFlags struct {
 	vocab, plan, key, verifier, vault, run string
+	schema                                 string
 	attempt                                int
 	asJSON                                 bool
 	route                                  routeFlags
@@ -39,6 +40,7 @@ func (c *Cmd) prepareFlags(name string) (*prepareFlags, *flag.FlagSet) {
 	fs.StringVar(&f.run, "run", "run", "run id bound into a reversible lease")
 	fs.IntVar(&f.attempt, "attempt", 1, "attempt number bound into a reversible lease")
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON document")
+	fs.StringVar(&f.schema, "schema", "", "the plan's output schema `file`: it renders a provider request (openai-chat@1, anthropic-messages@1); send also rehydrates a reversible cut's answer with it")
 	f.route = addRouteFlags(fs)
 	return f, fs
 }
@@ -53,7 +55,11 @@ func runPrepare(ctx context.Context, c *Cmd, args []string) error {
 	if f.vocab == "" || f.plan == "" || len(pos) != 1 {
 		return c.usage()
 	}
-	cut, _, err := c.prepare(ctx, f, pos[0], nil)
+	schema, err := f.readSchema()
+	if err != nil {
+		return err
+	}
+	cut, _, err := c.prepare(ctx, f, pos[0], schema)
 	var ve *pipeline.VerificationError
 	if err != nil && !errors.As(err, &ve) {
 		return err
@@ -136,6 +142,26 @@ func (c *Cmd) prepare(ctx context.Context, f *prepareFlags, proj string, schema 
 		}
 	}
 	return cut, p, nil
+}
+
+// readSchema reads --schema, checked before anything is cut or sent: it
+// is the plan's output schema, which renders a provider request and
+// rehydrates a reversible cut's answer; an irreversible export@1 plan has
+// no use for one. A plan that cannot be read is left to prepare.
+func (f *prepareFlags) readSchema() ([]byte, error) {
+	if f.schema == "" {
+		return nil, nil
+	}
+	schema, err := readFileCapped(f.schema, pipeline.MaxSchemaBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read schema: %w", err)
+	}
+	if plan, err := loadPlan(f.plan); err == nil {
+		if p := plan.Fields(); p.Mode != receipts.ModeReversible && p.WireProfile() == receipts.WireExport {
+			return nil, usagef("--schema renders a provider request or rehydrates a reversible cut; this plan is %s and export@1", p.Mode)
+		}
+	}
+	return schema, nil
 }
 
 // reversibleVault connects to the vault a reversible cut needs. With no

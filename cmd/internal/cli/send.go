@@ -49,7 +49,6 @@ type upstreamOut struct {
 
 func runSend(ctx context.Context, c *Cmd, args []string) error {
 	f, fs := c.prepareFlags("send")
-	schemaPath := fs.String("schema", "", "output schema `file`: rehydrate the answer inside vaultd (reversible cuts)")
 	quarantine := fs.String("quarantine", "", "write the answer to `file` (default under $XDG_STATE_HOME/privacycut/quarantine)")
 	timeout := fs.Duration("timeout", egress.DefaultTryTimeout, "bound of one delivery try, connection to the answer's last byte")
 	credential := fs.String("credential-file", "", "provider credential `file` (0600, yours; default $PRIVACYCUT_CREDENTIAL_FILE), read at send time")
@@ -60,17 +59,9 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 	if f.vocab == "" || f.plan == "" || len(pos) != 1 {
 		return c.usage()
 	}
-	var schema []byte
-	if *schemaPath != "" {
-		if schema, err = readFileCapped(*schemaPath, pipeline.MaxSchemaBytes); err != nil {
-			return fmt.Errorf("read schema: %w", err)
-		}
-		// The schema rehydrates a reversible cut: checked before anything
-		// is cut or sent (an answer that could not be rehydrated is not
-		// asked for). A plan that cannot be read is left to prepare.
-		if plan, err := loadPlan(f.plan); err == nil && plan.Fields().Mode != receipts.ModeReversible {
-			return usagef("--schema rehydrates a reversible cut; this plan is %s", plan.Fields().Mode)
-		}
+	schema, err := f.readSchema()
+	if err != nil {
+		return err
 	}
 	cut, p, err := c.prepare(ctx, f, pos[0], schema)
 	var ve *pipeline.VerificationError
@@ -100,7 +91,7 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 	if cred == "" {
 		cred = c.Getenv("PRIVACYCUT_CREDENTIAL_FILE")
 	}
-	sent, serr := p.Send(ctx, cut, pipeline.SendOptions{Timeout: *timeout, Rehydrate: schema != nil, CredentialFile: cred,
+	sent, serr := p.Send(ctx, cut, pipeline.SendOptions{Timeout: *timeout, Rehydrate: schema != nil && cut.Lease != "", CredentialFile: cred,
 		Quarantine: func(answer []byte) error { return qf.commit(answer) }})
 	res := sendResult{Lease: nil}
 	if sent != nil {
