@@ -151,6 +151,7 @@ type Cut struct {
 	Lease        string              // the reversible cut's lease, "" otherwise
 	LeaseExpires time.Time           // the lease's absolute deadline
 	Stats        Stats
+	Timings      Timings // where Prepare's time went
 
 	schema      []byte
 	run         string
@@ -164,6 +165,13 @@ type Stats struct {
 	Parts, Records, PublicItems int
 	OwnerSpans                  map[string]int // per category
 	Values                      int            // distinct owner values
+}
+
+// Timings are the durations of Prepare's steps: reading, checking and
+// cutting the projection (with the vault's grant for a reversible cut),
+// the independent verification, and the seal (with the lease's binding).
+type Timings struct {
+	Cut, Verify, Seal time.Duration
 }
 
 // Sealed reports whether the cut passed verification and was sealed.
@@ -242,6 +250,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 		}
 	}
 	// The verifier plugin starts while the projection is parsed and cut.
+	t0 := time.Now()
 	vs, err := p.verifier.begin(ctx, p.budget())
 	if err != nil {
 		return nil, err
@@ -285,6 +294,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 	if err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
 	verdict, err := vs.verify(ctx, verifier.Request{Source: in.Projection, Export: out.Export, ExportDigest: out.ExportDigest,
 		Plan: in.Plan.doc, Vocabulary: in.Vocabulary.doc, Receipts: rb, EvidenceKey: p.opt.EvidenceKey, Now: p.opt.Now()})
 	if err != nil {
@@ -293,6 +303,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 	// The plugin stops on another goroutine while the cut is sealed.
 	p.closeLater(vs)
 	vs = nil
+	t2 := time.Now()
 	cut := &Cut{
 		Plan: plan, PlanDigest: out.PlanDigest, Export: out.Export, ExportDigest: out.ExportDigest,
 		SourceDigest: out.SourceDigest, LabelDigest: out.LabelDigest, Receipts: out.Receipts,
@@ -302,6 +313,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 			OwnerSpans: out.Stats.OwnerSpans(), Values: out.Pairs},
 	}
 	cut.verifierRev = cut.Verification.Verifier
+	cut.Timings = Timings{Cut: t1.Sub(t0), Verify: t2.Sub(t1)}
 	if !cut.Verification.Passed() {
 		return cut, &VerificationError{Verification: cut.Verification}
 	}
@@ -324,6 +336,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 			return nil, err
 		}
 	}
+	cut.Timings.Seal = time.Since(t2)
 	return cut, nil
 }
 

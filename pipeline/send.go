@@ -43,6 +43,8 @@ type Sent struct {
 	Rehydrated *Rehydrated
 	Lease      string // the reversible cut's lease, "" otherwise
 	LeaseState string // its state when Send returned, "" if not known
+	// RehydrateTime is the time the rehydration took, of Send's.
+	RehydrateTime time.Duration
 }
 
 // Delivered reports whether bytes were admitted and sent.
@@ -106,7 +108,9 @@ func (p *Pipeline) Send(ctx context.Context, cut *Cut, opt SendOptions) (*Sent, 
 	if cut.Lease == "" || !opt.Rehydrate {
 		return s, nil
 	}
+	t := time.Now()
 	r, err := p.Rehydrate(ctx, cut.LeaseRef(), cut.schema, answer)
+	s.RehydrateTime = time.Since(t)
 	if err != nil {
 		return s, err
 	}
