@@ -94,7 +94,7 @@ type routeState struct {
 // (read only at send time), loads or creates the evidence key, connects to
 // the vault and starts the warm verifier plugins. It does not listen: see
 // Listen, Serve and Handler.
-func New(ctx context.Context, cfg *Config, opt Options) (g *Gateway, err error) {
+func New(ctx context.Context, cfg *Config, opt Options) (_ *Gateway, err error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
@@ -104,13 +104,12 @@ func New(ctx context.Context, cfg *Config, opt Options) (g *Gateway, err error) 
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	g = &Gateway{cfg: cfg, opt: opt, log: opt.Logger, routes: map[string]*routeState{},
+	g := &Gateway{cfg: cfg, opt: opt, log: opt.Logger, routes: map[string]*routeState{},
 		sem: make(chan struct{}, cfg.maxInFlight()), flights: map[*flight]struct{}{}}
 	g.plans = newExpiries()
 	defer func() {
 		if err != nil {
 			g.release()
-			g = nil
 		}
 	}()
 	if cfg.Listen.TokenFile != "" {
@@ -389,23 +388,32 @@ func (g *Gateway) Shutdown(ctx context.Context) (int, error) {
 	}
 	wg.Wait()
 	drained := g.waitFlights(dctx)
-	// Whatever still runs is canceled: the pipeline revokes the lease of a
-	// cut canceled before its answer was rehydrated.
+	revoked := 0
+	if !drained {
+		// Whatever still runs is canceled: the pipeline revokes the lease
+		// of a cut canceled before its answer was rehydrated. A request
+		// that has not unwound after a few seconds has its lease revoked
+		// here.
+		g.cancel()
+		uctx, cancel := context.WithTimeout(context.Background(), unwindTimeout)
+		if !g.waitFlights(uctx) {
+			revoked = g.revokeUnfinished()
+			g.waitFlights(context.Background())
+		}
+		cancel()
+	}
 	g.cancel()
 	for _, s := range servers {
 		s.Close()
-	}
-	revoked := 0
-	if !drained {
-		revoked = g.revokeUnfinished()
-		// Give the canceled requests a moment to unwind before the plugins
-		// and the vault connection go.
-		g.waitFlights(context.Background())
 	}
 	g.log.Info("gateway stopped", "drained", drained, "leases_revoked", revoked)
 	g.release()
 	return revoked, nil
 }
+
+// unwindTimeout is how long canceled requests are given to end before
+// their leases are revoked by Shutdown itself.
+const unwindTimeout = 5 * time.Second
 
 // release stops what New started.
 func (g *Gateway) release() {
