@@ -161,7 +161,7 @@ func (d *demo) startGateway(ctx context.Context, verifierMode string) (*gateway.
 	schemaDigest := sch.Digest()
 	r := map[string]any{"schema": "DisclosureRoute@1", "name": demoRoute, "consumer": map[string]any{"kind": "model", "id": "demo-standin"},
 		"purpose": "dependency-triage", "target": d.model + standin.Honest, "mode": "reversible",
-		"categories": map[string]any{"allowed": route.Categories()[:7], "prohibited": []string{"credential"}},
+		"categories":        map[string]any{"allowed": route.Categories()[:7], "prohibited": []string{"credential"}},
 		"vocabulary_digest": v.Digest(), "output_schema_digest": schemaDigest, "max_uses": 2, "max_lifetime_s": 600,
 		"threat_model": "remote-model-honest-but-curious", "retention": "no-retention",
 		"remote_deadline_s": 60, "return_window_s": 600, "station": "local", "max_parents": 64}
