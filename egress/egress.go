@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,7 +18,7 @@ const (
 	ReasonNoSeal        = "no-seal"        // no seal with that event id in this authority
 	ReasonTarget        = "target"         // target differs from the plan's, byte for byte
 	ReasonConsumer      = "consumer"       // consumer differs from the plan's
-	ReasonBody          = "body"           // sha256(body) differs from the sealed export digest
+	ReasonBody          = "body"           // sha256(body) differs from the sealed wire digest
 	ReasonExpired       = "expired"        // the plan's expires_at has passed
 	ReasonUsesExhausted = "uses-exhausted" // max_uses admissions already made
 	ReasonLocalOnly     = "local-only"     // the bytes were registered with DenyLocal
@@ -43,6 +44,8 @@ const (
 	ReasonTerminal         = "terminal"          // the last receipt is not terminal or binds another export
 	ReasonReceiptsDigest   = "receipts-digest"   // the terminal receipt's digest is not the verification's
 	ReasonSealed           = "sealed"            // this plan and export are already sealed here
+	ReasonWireProfile      = "wire-profile"      // the plan's wire profile is not one this build sends
+	ReasonWireDigest       = "wire-digest"       // the wire body is missing, or its digest is not the verification's
 )
 
 // Error is a refusal by the authority. It carries a refusal code, a fixed
@@ -73,6 +76,9 @@ type Options struct {
 type SealRequest struct {
 	SourceDigest string // hmac-sha256:… of the source projection
 	Export       []byte // the exact export bytes
+	// Wire is the exact wire body the cut is sent as (wire.Render). For
+	// export@1 it is the export: nil stands for it.
+	Wire         []byte
 	Plan         receipts.Plan
 	Receipts     []receipts.TransformationReceipt
 	Verification verifier.Verdict
@@ -84,6 +90,7 @@ type SealRequest struct {
 type sealInput struct {
 	SourceDigest string
 	Export       []byte
+	Wire         []byte
 	Plan         receipts.Plan
 	Receipts     []receipts.TransformationReceipt
 	Verification receipts.Verification
@@ -100,6 +107,7 @@ type Authority struct {
 
 	mu     sync.Mutex
 	seals  map[string]*seal   // seal event id → seal
+	uses   map[string]int     // plan digest → admissions, when there is no journal
 	sealed map[sealKey]string // (plan, export) → seal event id, including reservations
 	denied map[string]struct{}
 }
@@ -110,13 +118,14 @@ type sealKey struct{ plan, export string }
 type seal struct {
 	id       string
 	digest   string // sha256 of the export
+	wire     string // sha256 of the wire body: what Admit admits
+	plan     string // sha256 of the plan: what uses are counted under
 	target   string
 	consumer receipts.Consumer
 	expiry   time.Time
 	maxUses  int
 
-	mu   sync.Mutex // guards used, and orders journal appends of this seal
-	used int
+	mu sync.Mutex // orders the decisions of this seal
 }
 
 // NewAuthority returns an authority that knows no seals.
@@ -130,6 +139,7 @@ func NewAuthority(opt Options) *Authority {
 		now:     now,
 		policy:  opt.PolicyRevision,
 		seals:   make(map[string]*seal),
+		uses:    make(map[string]int),
 		sealed:  make(map[sealKey]string),
 		denied:  make(map[string]struct{}),
 	}
@@ -153,7 +163,7 @@ func (a *Authority) DenyLocal(digest string) {
 // nothing is sealed.
 func (a *Authority) Seal(req SealRequest) (receipts.PrivacyCut, error) {
 	return a.seal(sealInput{
-		SourceDigest: req.SourceDigest, Export: req.Export, Plan: req.Plan, Receipts: req.Receipts,
+		SourceDigest: req.SourceDigest, Export: req.Export, Wire: req.Wire, Plan: req.Plan, Receipts: req.Receipts,
 		Verification: req.Verification.Verification(), Lease: req.Lease,
 	})
 }
@@ -172,6 +182,9 @@ func (a *Authority) seal(req sealInput) (receipts.PrivacyCut, error) {
 	id := receipts.NewEventID()
 	a.mu.Lock()
 	_, denied := a.denied[c.exportDigest]
+	if _, w := a.denied[c.wireDigest]; w {
+		denied = true
+	}
 	_, dup := a.sealed[key]
 	if !denied && !dup {
 		a.sealed[key] = id // reserved until journaled
@@ -186,7 +199,7 @@ func (a *Authority) seal(req sealInput) (receipts.PrivacyCut, error) {
 
 	if err := a.journal.Append(Entry{
 		EventID: id, Time: now.UTC(), Kind: "seal", Command: "seal",
-		Seal: id, Digest: c.exportDigest,
+		Seal: id, Digest: c.exportDigest, Wire: wireField(c.wireDigest, c.exportDigest), Plan: c.planDigest,
 	}); err != nil {
 		a.mu.Lock()
 		delete(a.sealed, key)
@@ -194,7 +207,7 @@ func (a *Authority) seal(req sealInput) (receipts.PrivacyCut, error) {
 		return receipts.PrivacyCut{}, fmt.Errorf("egress: seal not recorded: %w", err)
 	}
 	s := &seal{
-		id: id, digest: c.exportDigest, target: req.Plan.Target,
+		id: id, digest: c.exportDigest, wire: c.wireDigest, plan: c.planDigest, target: req.Plan.Target,
 		consumer: req.Plan.Consumer, expiry: c.expiry, maxUses: req.Plan.MaxUses,
 	}
 	a.mu.Lock()
@@ -206,6 +219,7 @@ func (a *Authority) seal(req sealInput) (receipts.PrivacyCut, error) {
 		EventID:            id,
 		SourceDigest:       req.SourceDigest,
 		ExportDigest:       c.exportDigest,
+		WireDigest:         c.wireDigest,
 		PlanDigest:         c.planDigest,
 		ReceiptsDigest:     c.receiptsDigest,
 		VerificationDigest: c.verificationDigest,
@@ -223,6 +237,7 @@ func (a *Authority) seal(req sealInput) (receipts.PrivacyCut, error) {
 // checked holds the digests Seal computed.
 type checked struct {
 	exportDigest       string
+	wireDigest         string
 	planDigest         string
 	receiptsDigest     string
 	verificationDigest string
@@ -276,6 +291,28 @@ func (a *Authority) check(req *sealInput, now time.Time) (checked, string, error
 	c.exportDigest = receipts.SHA256(req.Export)
 	if v.ExportDigest != c.exportDigest {
 		return c, ReasonExportDigest, nil
+	}
+	switch p.WireProfile() {
+	case receipts.WireExport:
+		// The wire body is the export; a verification may leave its
+		// digest out, since it is the export digest by definition.
+		if req.Wire != nil && !bytes.Equal(req.Wire, req.Export) {
+			return c, ReasonWireDigest, nil
+		}
+		c.wireDigest = c.exportDigest
+		if v.WireDigest != "" && v.WireDigest != c.wireDigest {
+			return c, ReasonWireDigest, nil
+		}
+	case receipts.WireOpenAIChat, receipts.WireAnthropicMessages:
+		if len(req.Wire) == 0 {
+			return c, ReasonWireDigest, nil
+		}
+		c.wireDigest = receipts.SHA256(req.Wire)
+		if v.WireDigest != c.wireDigest || c.wireDigest == c.exportDigest {
+			return c, ReasonWireDigest, nil
+		}
+	default:
+		return c, ReasonWireProfile, nil
 	}
 	if alg, _, err := receipts.ParseDigest(req.SourceDigest); err != nil || alg != receipts.PrefixHMAC || v.SourceDigest != req.SourceDigest {
 		return c, ReasonSourceDigest, nil
@@ -357,19 +394,26 @@ func (a *Authority) refuseSeal(reason string, now time.Time) error {
 }
 
 // Admit decides whether body may be sent now to target for consumer under
-// the seal eventID. It admits only the sealed export's exact bytes, to the
-// plan's exact target and consumer, before expiry, within max_uses. Each
-// call is a fresh EgressDecision@1 with its own event id; an admission
-// consumes one use, a refusal none. Every decision is journaled before it
-// is returned.
+// the seal eventID. It admits only the sealed wire body's exact bytes, to
+// the plan's exact target and consumer, before expiry, within max_uses of
+// the plan. Each call is a fresh EgressDecision@1 with its own event id; an
+// admission consumes one use, a refusal none. Every decision is journaled
+// before it is returned.
+//
+// Uses are counted per plan digest. With a journal, the count is the
+// journal's: under its flock, Admit reads the journal, counts the
+// admissions of the plan it holds (from every process, under every seal of
+// the plan) and appends the admission only when they are fewer than
+// max_uses, so concurrent processes never exceed the ceiling together.
+// Without a journal, the count is this Authority's own.
 //
 // A refusal returns the refusal decision and an *Error with the same code
-// and reason. If the journal cannot record an admission, the admission does
-// not happen: Admit returns a zero decision, an error that is not an *Error,
-// and the use is not consumed.
+// and reason. If the journal cannot be read or cannot record an admission,
+// the admission does not happen: Admit returns a zero decision, an error
+// that is not an *Error, and no use is consumed.
 //
-// BodyDigest is set only when it is the sealed export's digest: a digest of
-// other bytes is never recorded, since those bytes are not known to be
+// BodyDigest is set only when it is the sealed wire body's digest: a digest
+// of other bytes is never recorded, since those bytes are not known to be
 // public.
 func (a *Authority) Admit(eventID string, body []byte, target string, consumer receipts.Consumer) (receipts.EgressDecision, error) {
 	now := a.now()
@@ -398,13 +442,13 @@ func (a *Authority) Admit(eventID string, body []byte, target string, consumer r
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d.Seal, d.MaxUses = s.id, s.maxUses
-	if bodyDigest == s.digest {
-		d.BodyDigest = s.digest
+	if bodyDigest == s.wire {
+		d.BodyDigest = s.wire
 	}
 	switch {
 	case denied:
 		return a.refuseAdmit(d, s, receipts.PlanMismatch, ReasonLocalOnly, now)
-	case bodyDigest != s.digest:
+	case bodyDigest != s.wire:
 		return a.refuseAdmit(d, s, receipts.PlanMismatch, ReasonBody, now)
 	case target != s.target:
 		return a.refuseAdmit(d, s, receipts.PlanMismatch, ReasonTarget, now)
@@ -412,24 +456,54 @@ func (a *Authority) Admit(eventID string, body []byte, target string, consumer r
 		return a.refuseAdmit(d, s, receipts.PlanMismatch, ReasonConsumer, now)
 	case !now.Before(s.expiry):
 		return a.refuseAdmit(d, s, receipts.PlanMismatch, ReasonExpired, now)
-	case s.used >= s.maxUses:
-		return a.refuseAdmit(d, s, receipts.LimitExceeded, ReasonUsesExhausted, now)
 	}
 
-	d.Admit, d.Use = true, s.used+1
-	if err := a.journal.Append(Entry{
-		EventID: d.EventID, Time: now.UTC(), Kind: "admit", Command: "admit",
-		Seal: s.id, Digest: s.digest, Use: d.Use,
-	}); err != nil {
-		return receipts.EgressDecision{}, fmt.Errorf("egress: admission not recorded, not admitted: %w", err)
+	if a.journal == nil {
+		a.mu.Lock()
+		used := a.uses[s.plan]
+		if used < s.maxUses {
+			a.uses[s.plan] = used + 1
+		}
+		a.mu.Unlock()
+		if used >= s.maxUses {
+			return a.refuseAdmit(d, s, receipts.LimitExceeded, ReasonUsesExhausted, now)
+		}
+		d.Admit, d.Use = true, used+1
+		return d, nil
 	}
-	s.used = d.Use
-	return d, nil
+
+	admit := Entry{
+		EventID: d.EventID, Time: now.UTC(), Kind: "admit", Command: "admit",
+		Seal: s.id, Digest: s.digest, Wire: wireField(s.wire, s.digest), Plan: s.plan,
+	}
+	rd, e, refusal := a.refusal(d, s, receipts.LimitExceeded, ReasonUsesExhausted, now)
+	use, admitted, err := a.journal.appendAdmission(admit, refusal, s.maxUses)
+	switch {
+	case admitted && err == nil:
+		d.Admit, d.Use = true, use
+		return d, nil
+	case admitted:
+		return receipts.EgressDecision{}, fmt.Errorf("egress: admission not recorded, not admitted: %w", err)
+	case errors.Is(err, errNotCounted):
+		return receipts.EgressDecision{}, fmt.Errorf("egress: uses not counted, not admitted: %w", err)
+	case err != nil:
+		return rd, errors.Join(e, fmt.Errorf("egress: refusal not recorded: %w", err))
+	}
+	return rd, e
 }
 
-// refuseAdmit completes, journals and returns a refusal decision. s is nil
-// when no seal was found; otherwise its lock is held.
-func (a *Authority) refuseAdmit(d receipts.EgressDecision, s *seal, code receipts.Code, reason string, now time.Time) (receipts.EgressDecision, error) {
+// wireField is the wire digest to journal: "" when it is the export digest
+// (export@1), so that such lines read as they always have.
+func wireField(wire, export string) string {
+	if wire == export {
+		return ""
+	}
+	return wire
+}
+
+// refusal completes a refusal decision and returns it with its error and
+// journal entry. s is nil when no seal was found.
+func (a *Authority) refusal(d receipts.EgressDecision, s *seal, code receipts.Code, reason string, now time.Time) (receipts.EgressDecision, *Error, Entry) {
 	d.Admit, d.Use, d.Code, d.Reason = false, 0, code, reason
 	// A refused target or consumer is the caller's, not the plan's: it is
 	// not repeated in evidence (a URL can carry anything).
@@ -440,8 +514,15 @@ func (a *Authority) refuseAdmit(d receipts.EgressDecision, s *seal, code receipt
 		Codes: []receipts.Code{code}, Reason: reason,
 	}
 	if s != nil {
-		ent.Seal, ent.Digest = s.id, s.digest
+		ent.Seal, ent.Digest, ent.Wire, ent.Plan = s.id, s.digest, wireField(s.wire, s.digest), s.plan
 	}
+	return d, e, ent
+}
+
+// refuseAdmit completes, journals and returns a refusal decision. s is nil
+// when no seal was found; otherwise its lock is held.
+func (a *Authority) refuseAdmit(d receipts.EgressDecision, s *seal, code receipts.Code, reason string, now time.Time) (receipts.EgressDecision, error) {
+	d, e, ent := a.refusal(d, s, code, reason, now)
 	if jerr := a.journal.Append(ent); jerr != nil {
 		return d, errors.Join(e, fmt.Errorf("egress: refusal not recorded: %w", jerr))
 	}

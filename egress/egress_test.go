@@ -20,7 +20,7 @@ import (
 
 // setup returns an authority journaling into a fresh directory and driven
 // by clk.
-func setup(t *testing.T, clk *clock) (*egress.Authority, string) {
+func setup(t testing.TB, clk *clock) (*egress.Authority, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state", "journal.jsonl")
 	return egress.NewAuthority(egress.Options{
@@ -28,7 +28,7 @@ func setup(t *testing.T, clk *clock) (*egress.Authority, string) {
 	}), path
 }
 
-func mustSeal(t *testing.T, a *egress.Authority, req egress.UnverifiedSeal) receipts.PrivacyCut {
+func mustSeal(t testing.TB, a *egress.Authority, req egress.UnverifiedSeal) receipts.PrivacyCut {
 	t.Helper()
 	cut, err := a.SealUnverified(req)
 	if err != nil {
@@ -61,6 +61,7 @@ func TestSealAndAdmit(t *testing.T) {
 		EventID:            cut.EventID,
 		SourceDigest:       srcDigest,
 		ExportDigest:       receipts.SHA256([]byte(exportBytes)),
+		WireDigest:         receipts.SHA256([]byte(exportBytes)),
 		PlanDigest:         mustDigest(t, &req.Plan),
 		ReceiptsDigest:     mustDigest(t, &req.Receipts[1]),
 		VerificationDigest: mustDigest(t, &req.Verification),
@@ -94,8 +95,8 @@ func TestSealAndAdmit(t *testing.T) {
 	}
 
 	wantJournal := []egress.Entry{
-		{EventID: cut.EventID, Time: t0, Kind: "seal", Command: "seal", Seal: cut.EventID, Digest: cut.ExportDigest},
-		{EventID: d.EventID, Time: t0.Add(time.Minute), Kind: "admit", Command: "admit", Seal: cut.EventID, Digest: cut.ExportDigest, Use: 1},
+		{EventID: cut.EventID, Time: t0, Kind: "seal", Command: "seal", Seal: cut.EventID, Digest: cut.ExportDigest, Plan: cut.PlanDigest},
+		{EventID: d.EventID, Time: t0.Add(time.Minute), Kind: "admit", Command: "admit", Seal: cut.EventID, Digest: cut.ExportDigest, Plan: cut.PlanDigest, Use: 1},
 	}
 	if diff := cmp.Diff(wantJournal, readJournal(t, path)); diff != "" {
 		t.Errorf("journal (-want +got):\n%s", diff)
@@ -328,7 +329,7 @@ func TestAdmitRefusals(t *testing.T) {
 				Codes: []receipts.Code{tt.code}, Reason: tt.reason}
 			if tt.known {
 				want.Seal, want.MaxUses = cut.EventID, cut.MaxUses
-				wantEntry.Seal, wantEntry.Digest = cut.EventID, cut.ExportDigest
+				wantEntry.Seal, wantEntry.Digest, wantEntry.Plan = cut.EventID, cut.ExportDigest, cut.PlanDigest
 				if string(tt.call.body) == exportBytes {
 					want.BodyDigest = cut.ExportDigest
 				}
@@ -552,7 +553,7 @@ func TestAdmitFailsClosedWithoutJournal(t *testing.T) {
 	if errors.As(err, &e) {
 		t.Errorf("journal failure reported as a refusal: %v", err)
 	}
-	if !strings.HasPrefix(err.Error(), "egress: admission not recorded") {
+	if !strings.HasPrefix(err.Error(), "egress: ") || !strings.Contains(err.Error(), "not admitted") {
 		t.Errorf("error %q", err)
 	}
 

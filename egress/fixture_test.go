@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/egress"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/wire"
 )
 
 const policy = "privacycut-policy/1"
@@ -44,6 +46,18 @@ type fixture struct {
 	Vocab    string // the vocabulary digest of the plan, receipts and verification
 	Input    string // the first receipt's input digest
 	Export   []byte
+	Wire     *receipts.Wire // nil: export@1
+}
+
+// wireSchema is the output schema of the fixtures with a wire profile.
+const wireSchema = `{"type":"object","additionalProperties":false,"required":["summary"],"properties":{"summary":{"type":"string"}}}`
+
+// newWireFixture is newFixture sent as openai-chat@1.
+func newWireFixture() fixture {
+	f := newFixture()
+	f.Target = "https://models.example.net/v1/chat/completions"
+	f.Wire = &receipts.Wire{Profile: receipts.WireOpenAIChat, Model: "triage-large", Instruction: "Triage these findings.", MaxOutputTokens: 1024}
+	return f
 }
 
 func newFixture() fixture {
@@ -100,6 +114,20 @@ func (f fixture) request() (egress.UnverifiedSeal, error) {
 		ExpiresAt:        f.Expires,
 		PolicyRevision:   f.Policy,
 	}
+	var body []byte
+	if f.Wire != nil {
+		w := *f.Wire
+		plan.Wire = &w
+		c, cerr := canon.Canonicalize([]byte(wireSchema))
+		if cerr != nil {
+			return egress.UnverifiedSeal{}, cerr
+		}
+		plan.OutputSchemaDigest = receipts.SHA256(c)
+		if body, err = wire.Render(f.Export, &plan, []byte(wireSchema)); err != nil {
+			body = []byte("unrenderable")
+			err = nil
+		}
+	}
 	planDigest := digest(&plan)
 	exportDigest := receipts.SHA256(f.Export)
 	r0 := receipts.TransformationReceipt{
@@ -133,9 +161,20 @@ func (f fixture) request() (egress.UnverifiedSeal, error) {
 			Verifier: "verifier/1", Mode: f.Mode,
 			SourceDigest: srcDigest, ExportDigest: exportDigest, PlanDigest: planDigest,
 			VocabularyDigest: f.Vocab, ReceiptsDigest: digest(&r1),
+			WireDigest: wireDigest(body, exportDigest),
 		},
+		Wire:  body,
 		Lease: f.Lease,
 	}, err
+}
+
+// wireDigest is the verification's wire digest: of the body, or the export
+// digest for export@1.
+func wireDigest(body []byte, exportDigest string) string {
+	if body == nil {
+		return exportDigest
+	}
+	return receipts.SHA256(body)
 }
 
 func mustDigest(tb testing.TB, v any) string {

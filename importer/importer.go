@@ -187,20 +187,20 @@ func assemble(format string, input []byte, cands []candidate, v *grammar.Vocabul
 			categories = append(categories, "owner."+cat.String())
 		}
 	}
-	d := projDoc{Schema: grammar.ProjectionSchema, Profile: grammar.Profile}
-	d.Parts = append(d.Parts, projPart{Kind: "block", Key: format + "/findings", Text: string(text),
-		Label:   projLabel{Class: "private", Weight: findingsWeight, Categories: nonNil(categories), Subjects: []string{}, Parents: lineage, Handling: []string{}},
+	d := grammar.Projection{Schema: grammar.ProjectionSchema, Profile: grammar.Profile}
+	d.Parts = append(d.Parts, grammar.Part{Kind: "block", Key: format + "/findings", Text: text,
+		Label:   &grammar.Label{Class: "private", Weight: findingsWeight, Categories: nonNil(categories), Subjects: []string{}, Parents: lineage, Handling: []string{}},
 		Lineage: lineage})
 	if len(opt.Questions) > 0 {
 		var q []byte
 		for _, s := range opt.Questions {
 			q = append(append(append(q, "ask "...), s...), '\n')
 		}
-		d.Parts = append(d.Parts, projPart{Kind: "query", Key: "q", Text: string(q),
-			Label:   projLabel{Class: "internal", Weight: questionWeight, Categories: []string{}, Subjects: []string{}, Parents: lineage, Handling: []string{}},
+		d.Parts = append(d.Parts, grammar.Part{Kind: "query", Key: "q", Text: q,
+			Label:   &grammar.Label{Class: "internal", Weight: questionWeight, Categories: []string{}, Subjects: []string{}, Parents: lineage, Handling: []string{}},
 			Lineage: lineage})
 	}
-	out, err := d.encode()
+	out, err := encodeProjection(&d)
 	if err != nil {
 		return nil, err
 	}
@@ -304,32 +304,9 @@ func matchPath(file, moduleDir, repoRoot string) (string, bool) {
 	return f, true
 }
 
-type projDoc struct {
-	Schema  string     `json:"schema"`
-	Profile string     `json:"profile"`
-	Parts   []projPart `json:"parts"`
-}
-
-type projPart struct {
-	Kind    string    `json:"kind"`
-	Key     string    `json:"key"`
-	Text    string    `json:"text"`
-	Label   projLabel `json:"label"`
-	Lineage []string  `json:"lineage"`
-}
-
-type projLabel struct {
-	Class      string   `json:"class"`
-	Weight     int      `json:"weight"`
-	Categories []string `json:"categories"`
-	Subjects   []string `json:"subjects"`
-	Parents    []string `json:"parents"`
-	Handling   []string `json:"handling"`
-}
-
 // encode writes the canonical form, indented: the same input always gives
 // the same bytes.
-func (d *projDoc) encode() ([]byte, error) {
+func encodeProjection(d *grammar.Projection) ([]byte, error) {
 	canonical, err := canon.Marshal(d)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ var policy = map[string][]string{
 	"verifier":         {"receipts", "canon", "verifier", "internal/bigbuf"},
 	"verifier/plugin":  {"receipts", "canon", "verifier", "internal/bigbuf"},
 	"egress":           {"receipts", "canon", "verifier", "internal/durable", "internal/bigbuf"},
+	"wire":             {"receipts", "canon"},
 	"lease":            {"receipts", "canon"},
 	"rehydrate":        {"receipts", "canon"},
 	"vault":            {"vault", "lease", "rehydrate", "receipts", "canon", "internal/durable"},

@@ -1,8 +1,28 @@
-// Package standin is a loopback stand-in for the remote model of `cut demo`:
-// an HTTP handler that reads a disclosed Export@1 and answers in the shape of
-// examples/schema.json with the tokens it received — honestly, or in one of
-// the adversarial ways a real model fails: inventing a token, or putting an
-// exact token where the schema does not mark one.
+// Package standin is the loopback stand-in for the remote model of `cut
+// demo` and the tests. A [Server] plays three remote sides:
+//
+//   - Export@1: a POST of a disclosed export to a path whose last element
+//     is a mode (".../honest") gets an answer in the shape of
+//     examples/schema.json built from the tokens it received.
+//   - OpenAI Chat Completions (POST [/MODE]/v1/chat/completions) and
+//     Anthropic Messages (POST [/MODE]/v1/messages), written from the
+//     providers' published API references: they read the request as the
+//     provider does (credential header, anthropic-version, JSON body,
+//     unknown members, required fields, strict schemas), answer with the
+//     provider's response object (a chat.completion with one choice; a
+//     message with one tool_use block named answer) holding the same
+//     answer, and fail as the providers fail: error objects of the
+//     provider's shape with its status codes (400, 401, 404, 405, 413, 429
+//     with Retry-After, 500, 503 or 529), a refusal, a truncation at the
+//     token ceiling, an answer without tool_use.
+//
+// Modes: Honest; Invent (one token's last character changed: a token the
+// lease never issued); Unmarked (an exact token in the free-text action
+// field); Refusal, Truncated, NoToolUse; RateLimited, ServerError,
+// Overloaded; and a counted form ("rate-limited-2") that misbehaves for
+// the first N requests to its path. Options.Script scripts the modes of the
+// first requests instead. Every request is recorded exactly as received
+// ([Server.Requests]), so a test can compare it with the sealed body.
 //
 // It is not part of privacycut's security boundary; it plays the untrusted
 // remote side, so it uses plain string handling and trusts nothing it reads.
@@ -10,7 +30,6 @@ package standin
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -37,28 +56,26 @@ type Answer struct {
 	Findings []Finding `json:"findings"`
 }
 
-// Handler returns the stand-in. A POST to any path ending in one of the
-// modes gets the answer of that mode; anything else is 404.
-func Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mode := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
-		if r.Method != http.MethodPost || (mode != Honest && mode != Invent && mode != Unmarked) {
-			http.NotFound(w, r)
-			return
-		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
-		if err != nil {
-			http.Error(w, "read", http.StatusBadRequest)
-			return
-		}
-		ans, err := Respond(body, mode)
-		if err != nil {
-			http.Error(w, "not an export", http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(ans)
-	})
+// Handler returns the stand-in with default options: the Export@1
+// stand-in at any path whose last element is a mode, and the provider
+// stand-ins (see Server) accepting any non-empty API key.
+func Handler() http.Handler { return New(Options{}) }
+
+// serveExport is the Export@1 stand-in: a POST to a path ending in Honest,
+// Invent or Unmarked gets the answer of that mode; anything else is 404.
+func serveExport(w http.ResponseWriter, r *http.Request, body []byte) {
+	mode := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+	if r.Method != http.MethodPost || (mode != Honest && mode != Invent && mode != Unmarked) {
+		http.NotFound(w, r)
+		return
+	}
+	ans, err := Respond(body, mode)
+	if err != nil {
+		http.Error(w, "not an export", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(ans)
 }
 
 // Respond builds the answer to an export in the given mode.
@@ -72,9 +89,18 @@ func Respond(export []byte, mode string) (Answer, error) {
 	if err := json.Unmarshal(export, &e); err != nil {
 		return Answer{}, err
 	}
+	texts := make([]string, len(e.Parts))
+	for i, p := range e.Parts {
+		texts[i] = p.Text
+	}
+	return answerTexts(texts, mode), nil
+}
+
+// answerTexts builds the answer to the disclosed texts in the given mode.
+func answerTexts(texts []string, mode string) Answer {
 	ans := Answer{Findings: []Finding{}}
-	for _, p := range e.Parts {
-		for _, line := range strings.Split(p.Text, "\n") {
+	for _, text := range texts {
+		for _, line := range strings.Split(text, "\n") {
 			f := strings.Fields(line)
 			if len(f) < 5 || f[0] != "finding" {
 				continue
@@ -122,7 +148,7 @@ func Respond(export []byte, mode string) (Answer, error) {
 			}
 		}
 	}
-	return ans, nil
+	return ans
 }
 
 // slot returns the token in the record's owner slot of category cat, or "".
