@@ -5,7 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -103,8 +103,6 @@ type envOptions struct {
 	upstream http.Handler
 	plugins  int
 }
-
-const instruction = "Rank the findings by severity and say who owns each.\n"
 
 func frontDoor() map[string]any {
 	return map[string]any{"kind": "block",
@@ -275,7 +273,7 @@ func (e *env) stop() {
 	e.g.Shutdown(context.Background())
 	select {
 	case err := <-e.served:
-		if err != nil {
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			e.t.Errorf("Serve: %v", err)
 		}
 	case <-time.After(time.Minute):
@@ -357,5 +355,5 @@ func mustJSON(t testing.TB, b []byte, v any) {
 
 func fmtJSON(v any) string {
 	b, _ := json.Marshal(v)
-	return fmt.Sprintf("%s", b)
+	return string(b)
 }

@@ -341,11 +341,15 @@ func (g *Gateway) Listen() ([]net.Listener, error) {
 
 // Serve serves the gateway's APIs on ls (from Listen) until Shutdown. It
 // returns when every listener has stopped, with the first error that was
-// not the shutdown itself.
+// not the shutdown itself; called after Shutdown, it closes ls and returns
+// http.ErrServerClosed.
 func (g *Gateway) Serve(ls []net.Listener) error {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
+		for _, l := range ls {
+			l.Close()
+		}
 		return http.ErrServerClosed
 	}
 	srv := &http.Server{Handler: g.Handler(), ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second,
