@@ -181,6 +181,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if status == http.StatusUnprocessableEntity || status == http.StatusBadGateway {
+		// A refusal is final, and an UPSTREAM_FAILED request was
+		// disclosed: a retry is a new disclosure, which the official
+		// clients then do not make on their own.
+		w.Header().Set("X-Should-Retry", "false")
+	}
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
 }
