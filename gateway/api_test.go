@@ -258,3 +258,21 @@ func TestOpenAIClient(t *testing.T) {
 		}
 	}
 }
+
+// TestClientDoesNotRetryDisclosures: the official Go client with its
+// default retries gets UPSTREAM_FAILED once: x-should-retry: false keeps
+// it from sending the request again, which would be a new disclosure.
+func TestClientDoesNotRetryDisclosures(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := openai.NewClient(option.WithBaseURL("http://"+e.tcp+"/v1/"), option.WithAPIKey(e.token))
+	_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "fail", Messages: userMessages(exampleTexts(t))})
+	var ae *openai.Error
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadGateway || ae.Code != string(receipts.UpstreamFailed) {
+		t.Fatalf("err = %v", err)
+	}
+	_, m := e.get("/metrics")
+	if !strings.Contains(string(m), `privacycut_gateway_admissions_total{route="fail"} 1`+"\n") ||
+		!strings.Contains(string(m), `privacycut_gateway_requests_total{api="openai",route="fail",code="UPSTREAM_FAILED"} 1`+"\n") {
+		t.Errorf("the client retried, or the metrics miss it:\n%s", m)
+	}
+}
