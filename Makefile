@@ -24,7 +24,7 @@ lint:
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-# Every parser and recognizer has a fuzz target (44); each runs for FUZZTIME,
+# Every parser and recognizer has a fuzz target (43); each runs for FUZZTIME,
 # 15 s so that CI stays well inside 30 minutes on 2 CPUs (about 11 of its
 # minutes are fuzzing); run `make fuzz FUZZTIME=2m` for a longer pass.
 fuzz:

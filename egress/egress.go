@@ -294,13 +294,13 @@ func (a *Authority) check(req *sealInput, now time.Time) (checked, string, error
 	}
 	switch p.WireProfile() {
 	case receipts.WireExport:
-		// The wire body is the export; a verification may leave its
-		// digest out, since it is the export digest by definition.
+		// The wire body is the export, and the verifier's wire-match
+		// says so with the export digest.
 		if req.Wire != nil && !bytes.Equal(req.Wire, req.Export) {
 			return c, ReasonWireDigest, nil
 		}
 		c.wireDigest = c.exportDigest
-		if v.WireDigest != "" && v.WireDigest != c.wireDigest {
+		if v.WireDigest != c.wireDigest {
 			return c, ReasonWireDigest, nil
 		}
 	case receipts.WireOpenAIChat, receipts.WireAnthropicMessages:

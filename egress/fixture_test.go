@@ -148,7 +148,7 @@ func (f fixture) request() (egress.UnverifiedSeal, error) {
 	}
 	var claims []receipts.Claim
 	for _, n := range []string{"export-canonical", "coverage", "public-preserved", "owners-replaced",
-		"token-consistency", "no-residual", "plan-match", "receipt-chain"} {
+		"token-consistency", "no-residual", "plan-match", "receipt-chain", "wire-match"} {
 		claims = append(claims, receipts.Claim{Name: n, OK: true})
 	}
 	return egress.UnverifiedSeal{

@@ -3,6 +3,7 @@ package egress_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,13 +57,13 @@ func TestSealBindsWire(t *testing.T) {
 	}
 }
 
-// TestSealExportWithoutWireDigest: for export@1 the wire digest is the
-// export digest by definition; a verification may leave it out, and a nil
-// Wire stands for the export.
-func TestSealExportWithoutWireDigest(t *testing.T) {
+// TestSealExportWireDigest: for export@1 the wire body is the export: a
+// nil Wire stands for it, and the verification's wire digest (the
+// verifier's wire-match always states it) must be the export digest; a
+// verification without one is refused.
+func TestSealExportWireDigest(t *testing.T) {
 	a, _ := setup(t, &clock{t0})
 	req := newFixture().build(t)
-	req.Verification.WireDigest = ""
 	req.Wire = nil
 	cut := mustSeal(t, a, req)
 	if cut.WireDigest != cut.ExportDigest {
@@ -71,6 +72,13 @@ func TestSealExportWithoutWireDigest(t *testing.T) {
 	a2, _ := setup(t, &clock{t0})
 	req.Wire = append([]byte(nil), req.Export...)
 	mustSeal(t, a2, req)
+	a3, _ := setup(t, &clock{t0})
+	req.Verification.WireDigest = ""
+	_, err := a3.SealUnverified(req)
+	var ee *egress.Error
+	if !errors.As(err, &ee) || ee.Reason != egress.ReasonWireDigest {
+		t.Errorf("export@1 without a wire digest: %v, want %q", err, egress.ReasonWireDigest)
+	}
 }
 
 func TestSealWireRefusals(t *testing.T) {

@@ -21,3 +21,9 @@ var Vocabulary []byte
 //
 //go:embed schema.json
 var Schema []byte
+
+// Instruction is examples/instruction.txt, the system message of the
+// demo's wire profile: public text, approved with the plan.
+//
+//go:embed instruction.txt
+var Instruction []byte

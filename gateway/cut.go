@@ -82,18 +82,19 @@ func (g *Gateway) disclose(ctx context.Context, rt *routeState, projection []byt
 	if cut.Lease != "" {
 		f.setLease(cut.Lease)
 	}
-	// The provider's answer is awaited at most the route's remote
-	// deadline (reversible), and never past the plan's expiry.
+	// The provider's answer, redeliveries included, is awaited at most
+	// the route's remote deadline (reversible), and never past the plan's
+	// expiry; the rehydration that follows is not bounded by it.
 	expires, _ := time.Parse(time.RFC3339, cut.Plan.ExpiresAt)
-	timeout := time.Until(expires)
+	budget := time.Until(expires)
 	if rt.reversible {
-		timeout = min(timeout, time.Duration(r.RemoteDeadlineS)*time.Second)
+		budget = min(budget, time.Duration(r.RemoteDeadlineS)*time.Second)
 	}
-	if timeout <= 0 {
-		timeout = time.Millisecond
-	}
+	budget = max(budget, time.Millisecond)
+	sctx, cancel := context.WithTimeout(ctx, budget)
 	t1 := time.Now()
-	sent, err := g.p.Send(ctx, cut, pipeline.SendOptions{Timeout: timeout, Rehydrate: rt.reversible, Client: g.opt.Client})
+	sent, err := g.p.Send(sctx, cut, pipeline.SendOptions{CredentialFile: rt.credential, Timeout: budget})
+	cancel()
 	d.sent = sent
 	if sent != nil {
 		n := 0
@@ -103,41 +104,46 @@ func (g *Gateway) disclose(ctx context.Context, rt *routeState, projection []byt
 			}
 		}
 		g.m.admitted(rt.name, n)
-		g.m.observe(rt.name, stageSend, time.Since(t1)-sent.RehydrateTime)
-		if sent.RehydrateTime > 0 {
-			g.m.observe(rt.name, stageRehydrate, sent.RehydrateTime)
-		}
+		g.m.observe(rt.name, stageSend, time.Since(t1))
 	}
 	if err != nil {
-		var re *pipeline.RefusedError
-		if errors.As(err, &re) {
-			return d, err
-		}
-		if sent == nil || !sent.Delivered() {
-			return d, err
-		}
-		ue := &upstreamError{reason: "no usable answer", status: sent.Status, err: err}
-		switch {
-		case sent.Status == 0:
-			ue.reason, ue.err = "no answer", contentFree(ctx, err)
-		case sent.Status/100 != 2:
-			ue.reason, ue.err = "error status", nil
-		}
-		return d, ue
+		// The pipeline revoked a reversible cut's lease that got no answer.
+		return d, err
 	}
-	if sent.Rehydrated != nil {
-		d.rehydrated = sent.Rehydrated
-		d.answer = sent.Rehydrated.Result
-		return d, nil
+	if rt.reversible {
+		return d, g.rehydrate(ctx, d)
 	}
-	// An irreversible answer is returned as received, once it reads as
-	// strict JSON (its canonical form).
+	// An irreversible answer is returned as the profile read it, once it
+	// reads as strict JSON (its canonical form).
 	c, err := canon.Canonicalize(sent.Answer)
 	if err != nil {
 		return d, &upstreamError{reason: "the answer is not JSON", status: sent.Status}
 	}
 	d.answer = c
 	return d, nil
+}
+
+// rehydrate has the vault rehydrate a reversible answer, on the request's
+// context rather than the delivery's deadline. A refused or failed
+// rehydration revokes the lease, as Send would: the answer it holds is
+// never restored.
+func (g *Gateway) rehydrate(ctx context.Context, d *disclosure) error {
+	t := time.Now()
+	r, err := g.p.Rehydrate(ctx, d.cut.LeaseRef(), d.route.schema, d.sent.Answer)
+	g.m.observe(d.route.name, stageRehydrate, time.Since(t))
+	if err != nil {
+		if l, rerr := g.vault.Revoke(context.WithoutCancel(ctx), d.cut.Lease); rerr == nil {
+			d.sent.LeaseState = l.State.String()
+		} else if info, serr := g.vault.Show(context.WithoutCancel(ctx), d.cut.Lease); serr == nil {
+			d.sent.LeaseState = info.Lease.State.String()
+		} else {
+			d.sent.LeaseState = ""
+		}
+		return err
+	}
+	d.rehydrated, d.answer = r, r.Result
+	d.sent.Rehydrated, d.sent.LeaseState = r, r.State
+	return nil
 }
 
 // contentFree replaces a transport error, whose text may name the target's

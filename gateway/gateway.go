@@ -38,9 +38,6 @@ type Options struct {
 	// Verifier, when set, replaces the warm plugin pool (an embedding
 	// program's own, or pipeline.InProcess for a benchmark of the rest).
 	Verifier pipeline.Verifier
-	// Client sends the requests to the providers (nil: the pipeline's,
-	// which follows no redirect and uses no proxy from the environment).
-	Client *http.Client
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -212,10 +209,8 @@ func (g *Gateway) loadRoute(at string, rc *RouteConfig, trust *route.Trust, voca
 	}
 	r := a.Route
 	rt := &routeState{name: r.Name, approved: a, reversible: r.Mode == receipts.ModeReversible, front: rc.FrontDoor}
-	if w := r.Wire; w != nil && w.Profile != receipts.WireExport {
-		// This build's pipeline sends the export itself: a wire route
-		// would be sent as something else than its approved body.
-		return nil, configErr(at+".note", "route "+r.Name+": wire profile "+w.Profile+" is not supported by this build")
+	if w := r.Wire; w != nil && w.Profile != receipts.WireExport && rc.CredentialFile == "" {
+		return nil, configErr(at+".credential_file", "route "+r.Name+": wire profile "+w.Profile+" needs the provider's credential")
 	}
 	if r.Wire != nil && r.Wire.Instruction != "" {
 		rt.instruction, rt.hasInstr = r.Wire.Instruction, true

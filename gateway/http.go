@@ -215,6 +215,7 @@ type outcome struct {
 	verification *receipts.Verification
 	message      string // fixed text
 	errType      string // OpenAI error type
+	err          error  // an operational error, logged (errors are content-free)
 }
 
 // classify maps a disclosure's error to its outcome.
@@ -222,6 +223,7 @@ func (g *Gateway) classify(ctx context.Context, d *disclosure, err error) outcom
 	var re *pipeline.RefusedError
 	var ve *pipeline.VerificationError
 	var ue *upstreamError
+	var pue *pipeline.UpstreamError
 	delivered := d != nil && d.sent != nil && d.sent.Delivered()
 	switch {
 	case errors.As(err, &re) && delivered:
@@ -235,6 +237,10 @@ func (g *Gateway) classify(ctx context.Context, d *disclosure, err error) outcom
 		v := ve.Verification
 		return outcome{status: http.StatusUnprocessableEntity, code: "VERIFICATION_FAILED", verification: &v,
 			message: ve.Error(), errType: "privacycut_verification_failed"}
+	case errors.As(err, &pue):
+		doc := g.p.Refuse([]receipts.Refusal{{Code: receipts.UpstreamFailed, Part: -1, Kind: "return"}}).Document
+		return outcome{status: http.StatusBadGateway, code: string(receipts.UpstreamFailed),
+			disclosed: g.disclosed(d, doc), message: "upstream failed: " + pue.Reason, errType: "privacycut_upstream_failed"}
 	case errors.As(err, &ue):
 		doc := g.p.Refuse([]receipts.Refusal{{Code: receipts.UpstreamFailed, Part: -1, Kind: "return"}}).Document
 		return outcome{status: http.StatusBadGateway, code: string(receipts.UpstreamFailed),
@@ -256,7 +262,7 @@ func (g *Gateway) classify(ctx context.Context, d *disclosure, err error) outcom
 	case errors.Is(err, pipeline.ErrPoolClosed) || ctx.Err() != nil:
 		return outcome{status: http.StatusServiceUnavailable, code: "CANCELED", message: "the request was canceled", errType: "server_error"}
 	}
-	return outcome{status: http.StatusInternalServerError, code: "INTERNAL", message: "the request failed inside the gateway", errType: "server_error"}
+	return outcome{status: http.StatusInternalServerError, code: "INTERNAL", message: "the request failed inside the gateway", errType: "server_error", err: err}
 }
 
 func codeOf(re *pipeline.RefusedError) string {
@@ -300,6 +306,9 @@ func (g *Gateway) logRequest(api, route string, o outcome, d *disclosure, took t
 		attrs = append(attrs, "event_id", o.refusal.Document.EventID)
 	} else if o.disclosed != nil {
 		attrs = append(attrs, "event_id", o.disclosed.EventID)
+	}
+	if o.err != nil {
+		attrs = append(attrs, "error", o.err.Error())
 	}
 	level := slog.LevelInfo
 	if o.status >= 500 {

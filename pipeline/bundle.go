@@ -56,8 +56,9 @@ type Reverify struct {
 	Bundle, Source, Plan, Vocabulary []byte
 }
 
-// VerifyBundle re-verifies a bundle's export and receipts, as the exact
-// bytes the bundle holds, with the pipeline's verifier.
+// VerifyBundle re-verifies a bundle's export, receipts, wire body and
+// output schema, as the exact bytes the bundle holds, with the pipeline's
+// verifier.
 //
 // A bundle that is not a strict CutBundle@1 does not verify (every claim
 // failed): it is what a reviewer is given, and changing its structure is
@@ -95,6 +96,10 @@ func (p *Pipeline) VerifyBundle(ctx context.Context, in Reverify) (receipts.Veri
 			req.Export = in.Bundle[m.Value.Off:m.Value.End]
 		case "receipts":
 			req.Receipts = in.Bundle[m.Value.Off:m.Value.End]
+		case "wire":
+			req.Wire = in.Bundle[m.Value.Off:m.Value.End]
+		case "output_schema":
+			req.OutputSchema = in.Bundle[m.Value.Off:m.Value.End]
 		}
 	}
 	vs, err := p.verifier.begin(ctx, p.budget())

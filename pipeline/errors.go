@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/privacycut/privacycut/egress"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/wire"
 )
 
 // RefusedError is a refusal by policy: of the projection, the plan, the
@@ -100,6 +102,16 @@ func (p *Pipeline) appendRefusal(doc receipts.RefusalDocument) error {
 	}
 	return p.opt.Journal.Append(egress.Entry{EventID: doc.EventID, Kind: "refusal", Command: p.command(),
 		Codes: codes, Reasons: doc.Reasons})
+}
+
+// wireRefusal makes a *wire.Error a plan refusal naming its field; any
+// other error is returned as it is.
+func (p *Pipeline) wireRefusal(err error) error {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return p.refuse(planRefusal(we.Code), we.Field, we.Reason, err)
+	}
+	return err
 }
 
 // planRefusal is a refusal about the plan (part -1, kind "plan").

@@ -17,6 +17,7 @@ import (
 	"github.com/privacycut/privacycut/route"
 	"github.com/privacycut/privacycut/vault/client"
 	"github.com/privacycut/privacycut/verifier"
+	"github.com/privacycut/privacycut/wire"
 )
 
 // PolicyRevision is the policy this build's seal authority enforces.
@@ -148,8 +149,13 @@ type Cut struct {
 	Receipts     []receipts.TransformationReceipt
 	Verification receipts.Verification
 	Seal         receipts.PrivacyCut // zero when not sealed
-	Lease        string              // the reversible cut's lease, "" otherwise
-	LeaseExpires time.Time           // the lease's absolute deadline
+	// Wire is the exact request of the plan's wire profile, nil for
+	// export@1 (whose request is the export); WireDigest its sha256 (the
+	// export digest for export@1).
+	Wire         []byte
+	WireDigest   string
+	Lease        string    // the reversible cut's lease, "" otherwise
+	LeaseExpires time.Time // the lease's absolute deadline
 	Stats        Stats
 	Timings      Timings // where Prepare's time went
 
@@ -168,8 +174,9 @@ type Stats struct {
 }
 
 // Timings are the durations of Prepare's steps: reading, checking and
-// cutting the projection (with the vault's grant for a reversible cut),
-// the independent verification, and the seal (with the lease's binding).
+// cutting the projection (with the vault's grant for a reversible cut, and
+// the wire body's rendering), the independent verification, and the seal
+// (with the lease's binding).
 type Timings struct {
 	Cut, Verify, Seal time.Duration
 }
@@ -177,10 +184,24 @@ type Timings struct {
 // Sealed reports whether the cut passed verification and was sealed.
 func (c *Cut) Sealed() bool { return c.Seal.EventID != "" }
 
-// Bundle returns the cut's CutBundle@1.
+// Body returns the bytes the cut is sent as: its wire body, or for export@1
+// the export.
+func (c *Cut) Body() []byte {
+	if c.Wire != nil {
+		return c.Wire
+	}
+	return c.Export
+}
+
+// Bundle returns the cut's CutBundle@1. For a wire profile other than
+// export@1 it carries the wire body, its digest and the output schema it was
+// rendered with, so that cut verify checks them too.
 func (c *Cut) Bundle() receipts.Bundle {
 	b := receipts.Bundle{Schema: receipts.SchemaBundle, Export: json.RawMessage(c.Export),
 		ExportDigest: c.ExportDigest, Receipts: c.Receipts, Verification: c.Verification, LabelDigest: c.LabelDigest}
+	if c.Wire != nil {
+		b.Wire, b.WireDigest, b.OutputSchema = json.RawMessage(c.Wire), c.WireDigest, json.RawMessage(c.schema)
+	}
 	if c.Sealed() {
 		b.Seal = &receipts.SealRef{EventID: c.Seal.EventID}
 	}
@@ -243,11 +264,20 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 		}
 	}
 	// A schema is checked against the plan before anything is cut: an
-	// answer that could not be rehydrated is not asked for.
+	// answer that could not be rehydrated is not asked for. A wire profile
+	// other than export@1 needs it to render the request.
 	if in.Schema != nil {
 		if _, err := p.CheckSchema(in.Plan.fields.OutputSchemaDigest, in.Schema); err != nil {
 			return nil, err
 		}
+	}
+	profile := in.Plan.fields.WireProfile()
+	if err := wire.CheckPlan(&in.Plan.fields); err != nil {
+		return nil, p.wireRefusal(err)
+	}
+	if profile != receipts.WireExport && in.Schema == nil {
+		return nil, p.refuse(planRefusal(receipts.PlanMismatch), "output_schema",
+			"the wire profile "+profile+" needs the plan's output schema", nil)
 	}
 	// The verifier plugin starts while the projection is parsed and cut.
 	t0 := time.Now()
@@ -294,9 +324,26 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The exact request the cut is sent as; for export@1, the export.
+	var body []byte
+	if profile != receipts.WireExport {
+		if body, err = wire.Render(out.Export, &plan, in.Schema); err != nil {
+			return nil, p.wireRefusal(err)
+		}
+	}
+	vreq := verifier.Request{Source: in.Projection, Export: out.Export, ExportDigest: out.ExportDigest,
+		Plan: in.Plan.doc, Vocabulary: in.Vocabulary.doc, Receipts: rb, EvidenceKey: p.opt.EvidenceKey, Now: p.opt.Now(),
+		Wire: body}
+	if body != nil {
+		vreq.OutputSchema = in.Schema
+	}
+	if vault != nil {
+		// The verifier checks each slot's token against the vault's grant
+		// reply (the tokens, in the order of the values sent).
+		vreq.Issuer, vreq.Lease = &verifier.Granted{Lease: vault.lease, Tokens: vault.tokens}, vault.lease
+	}
 	t1 := time.Now()
-	verdict, err := vs.verify(ctx, verifier.Request{Source: in.Projection, Export: out.Export, ExportDigest: out.ExportDigest,
-		Plan: in.Plan.doc, Vocabulary: in.Vocabulary.doc, Receipts: rb, EvidenceKey: p.opt.EvidenceKey, Now: p.opt.Now()})
+	verdict, err := vs.verify(ctx, vreq)
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +355,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 		Plan: plan, PlanDigest: out.PlanDigest, Export: out.Export, ExportDigest: out.ExportDigest,
 		SourceDigest: out.SourceDigest, LabelDigest: out.LabelDigest, Receipts: out.Receipts,
 		Verification: verdict.Verification(), schema: in.Schema, run: in.Run, attempt: in.Attempt,
+		Wire: body, WireDigest: out.ExportDigest,
 		candidate: out.CandidateDigest,
 		Stats: Stats{Parts: len(doc.Parts), Records: out.Stats.Records, PublicItems: out.Stats.PublicItems,
 			OwnerSpans: out.Stats.OwnerSpans(), Values: out.Pairs},
@@ -320,7 +368,10 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 	if vault != nil {
 		cut.Lease, cut.LeaseExpires = vault.lease, vault.deadline
 	}
-	cut.Seal, err = p.auth.Seal(egress.SealRequest{SourceDigest: out.SourceDigest, Export: out.Export, Plan: plan,
+	if body != nil {
+		cut.WireDigest = receipts.SHA256(body)
+	}
+	cut.Seal, err = p.auth.Seal(egress.SealRequest{SourceDigest: out.SourceDigest, Export: out.Export, Wire: body, Plan: plan,
 		Receipts: out.Receipts, Verification: verdict, Lease: cut.Lease})
 	if err != nil {
 		var ee *egress.Error

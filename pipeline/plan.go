@@ -11,6 +11,7 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/route"
+	"github.com/privacycut/privacycut/wire"
 )
 
 // PlanOptions are the choices a DisclosurePlan@1 is made of (consumer,
@@ -29,6 +30,18 @@ var ErrPlanOptions = errors.New("plan options")
 // reversible plan needs its output schema, which must mark a path for the
 // plan's purpose; its digest is bound into the plan.
 func (p *Pipeline) MakePlan(v *Vocabulary, projection []byte, o PlanOptions, schema []byte) (*Plan, error) {
+	if o.Wire != nil && o.Wire.Profile != receipts.WireExport {
+		// A provider profile asks for an answer of the output schema's
+		// shape, in either mode.
+		if schema == nil {
+			return nil, fmt.Errorf("%w: the wire profile %s needs an output schema", ErrPlanOptions, o.Wire.Profile)
+		}
+		s, err := wire.ParseSchema(schema)
+		if err != nil {
+			return nil, p.wireRefusal(err)
+		}
+		o.OutputSchemaDigest = s.Digest()
+	}
 	if o.Mode == "reversible" {
 		if schema == nil {
 			return nil, fmt.Errorf("%w: a reversible plan needs an output schema", ErrPlanOptions)
@@ -63,6 +76,9 @@ func (p *Pipeline) MakePlan(v *Vocabulary, projection []byte, o PlanOptions, sch
 	plan, err := censor.NewPlan(doc, v.g, p.opt.EvidenceKey, o)
 	if err != nil {
 		return nil, p.refusedCut(err)
+	}
+	if err := wire.CheckPlan(plan); err != nil {
+		return nil, p.wireRefusal(err)
 	}
 	return NewPlan(plan)
 }

@@ -20,6 +20,7 @@ type vaultSource struct {
 	p        *Pipeline
 	req      vaultapi.CreateRequest
 	lease    string    // the lease granted, once Issue has returned
+	tokens   []string  // the grant's tokens, in the order of the pairs sent
 	deadline time.Time // its absolute deadline
 	bound    bool
 }
@@ -51,7 +52,7 @@ func (v *vaultSource) Issue(ctx context.Context, sourceDigest string, pairs []ce
 	if err != nil {
 		return nil, err
 	}
-	v.lease, v.deadline = res.Lease.ID, res.Lease.Deadline
+	v.lease, v.tokens, v.deadline = res.Lease.ID, res.Tokens, res.Lease.Deadline
 	return res.Tokens, nil
 }
 

@@ -1,45 +1,52 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
-	"fmt"
-	"io"
-	"net/http"
 	"time"
 
 	"github.com/privacycut/privacycut/egress"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/wire"
 )
 
 // SendOptions configure one Send.
 type SendOptions struct {
-	// Timeout bounds the HTTP exchange (default 5 minutes).
+	// CredentialFile holds the provider credential of the plan's wire
+	// profile (openai-chat@1 and anthropic-messages@1 need one; export@1
+	// sends one as a bearer token only when it is given). It is read when
+	// the request is sent, never kept, and never written anywhere.
+	CredentialFile string
+	// Timeout bounds one try (default egress.DefaultTryTimeout).
 	Timeout time.Duration
-	// Quarantine, when set, receives the answer as it arrived, before
-	// anything reads it (cut writes it to a 0600 file). An error stops the
-	// send there.
+	// Quarantine, when set, receives the answer — the provider's answer
+	// document, as the profile reads it out of the response — before
+	// anything else reads it (cut writes it to a 0600 file). An error stops
+	// the send there.
 	Quarantine func(answer []byte) error
 	// Rehydrate asks for a reversible cut's answer to be rehydrated inside
 	// the vault with the cut's schema (Input.Schema). Without it the lease
 	// stays ACTIVE for a later Rehydrate.
 	Rehydrate bool
-	// Client sends the request (nil: a client that follows no redirect
-	// and uses no proxy from the environment). Tests inject one.
-	Client *http.Client
+	// RootCAs, when set, replaces the system roots that verify the target
+	// (a test's loopback TLS server). Certificates are always verified.
+	RootCAs *x509.CertPool
+	// Sleep, when set, waits between redeliveries (tests); nil: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Sent is what a Send did: filled in as far as it got, also when it then
 // failed, so that a caller can always say what left.
 type Sent struct {
 	Decisions  []receipts.EgressDecision // every admission and refusal, in order
+	Tries      []egress.Try              // every delivery attempt
 	Target     string
-	Bytes      int    // bytes sent
-	BodyDigest string // sha256 of the bytes sent
-	Status     int    // HTTP status of the last answer, 0 if none
-	Answer     []byte // the answer as received (untrusted remote output)
+	Bytes      int    // bytes of the sealed body, sent on every try
+	BodyDigest string // its sha256
+	Status     int    // HTTP status of the last response, 0 if none
+	Answer     []byte // the answer document (untrusted remote output), nil if none was usable
 	Rehydrated *Rehydrated
 	Lease      string // the reversible cut's lease, "" otherwise
 	LeaseState string // its state when Send returned, "" if not known
@@ -47,63 +54,81 @@ type Sent struct {
 	RehydrateTime time.Duration
 }
 
-// Delivered reports whether bytes were admitted and sent.
-func (s *Sent) Delivered() bool { return s.Bytes > 0 }
+// Delivered reports whether the sealed bytes were sent at least once.
+func (s *Sent) Delivered() bool { return len(s.Tries) > 0 }
 
-// Send admits the sealed export of cut at the egress gate and POSTs exactly
-// those bytes to the plan's target, with no redirect and no proxy. The
-// answer goes to opt.Quarantine. A reversible cut whose answer is then
-// rehydrated (opt.Rehydrate) has its result registered as local-only: the
-// gate will never admit it.
+// UpstreamError is a delivery that brought back no usable answer: an error
+// status other than 429, a refusal, a truncation, no answer of the
+// profile's shape, or redelivery that ran out of uses, time or patience.
+// Its code is UPSTREAM_FAILED; it holds no byte of the provider's answer.
+type UpstreamError struct {
+	Code   receipts.Code // UPSTREAM_FAILED
+	Status int           // the last HTTP status, 0 for none
+	Reason string        // a fixed word: the last outcome, why redelivery stopped, or the answer's fault
+	Err    error         // the *egress.DeliveryError or *wire.AnswerError behind it
+}
+
+func (e *UpstreamError) Error() string {
+	return "upstream: " + string(e.Code) + ": " + e.Reason
+}
+
+func (e *UpstreamError) Unwrap() error { return e.Err }
+
+// Send delivers the sealed request of cut — the wire body, or the export
+// for export@1 — to the plan's target: each try admitted afresh at the
+// egress gate (a new EgressDecision@1, one use), exactly the sealed bytes,
+// the profile's fixed headers and credential, no proxy, no redirect, TLS
+// verified; a 429, a 5xx or a connection that fails is redelivered with
+// capped backoff honouring Retry-After, within max_uses and the seal's
+// expiry. The answer is read out of the response per profile and handed to
+// opt.Quarantine; a reversible cut's answer is then rehydrated inside the
+// vault (opt.Rehydrate), and the result registered as local-only: the gate
+// never admits it.
 //
-// A reversible cut that ends without a rehydrated answer for any other
-// reason than the caller's choice (no answer, an error status, an
-// interrupt, a refused rehydration) has its lease revoked, and Sent says
-// so.
+// A reversible cut that ends without a validated answer — no answer, an
+// unusable one, an interrupt, a refused rehydration — has its lease
+// revoked, and Sent says so. An unusable answer is an *UpstreamError; a
+// refusal by the gate or of the rehydration a *RefusedError.
 func (p *Pipeline) Send(ctx context.Context, cut *Cut, opt SendOptions) (*Sent, error) {
 	if !cut.Sealed() {
 		return nil, errors.New("pipeline: send: the cut is not sealed")
 	}
-	s := &Sent{Target: cut.Plan.Target, Lease: cut.Lease}
+	body := cut.Body()
+	s := &Sent{Target: cut.Plan.Target, Lease: cut.Lease, Bytes: len(body), BodyDigest: receipts.SHA256(body)}
 	if cut.Lease != "" {
 		s.LeaseState = lease.Active.String()
 	}
-	rehydrated := false
+	answered, rehydrated := false, false
 	if cut.Lease != "" {
 		defer func() {
-			if !rehydrated && (opt.Rehydrate || s.Status/100 != 2) {
+			if !rehydrated && (opt.Rehydrate || !answered) {
 				p.revokeAfterSend(ctx, s)
 			}
 		}()
 	}
-	// The gate decides on the exact bytes and target the request will use.
-	// They are copied out of the cut first: net/http may read a request
-	// body after Do returns, and the cut's buffer may not outlive it.
-	body := bytes.Clone(cut.Export)
-	dec, err := p.auth.Admit(cut.Seal.EventID, body, cut.Plan.Target, cut.Plan.Consumer)
-	if dec.EventID != "" {
-		s.Decisions = append(s.Decisions, dec)
-	}
+	profile := cut.Plan.WireProfile()
+	sender := &egress.Sender{Authority: p.auth, RootCAs: opt.RootCAs, Sleep: opt.Sleep, TryTimeout: opt.Timeout,
+		MaxAnswerBytes: MaxAnswerBytes}
+	res, err := sender.Send(ctx, egress.Delivery{Seal: cut.Seal.EventID, Body: body, Target: cut.Plan.Target,
+		Consumer: cut.Plan.Consumer, Profile: profile, CredentialFile: opt.CredentialFile})
+	s.Decisions, s.Tries, s.Status = res.Decisions, res.Tries, res.Status
 	if err != nil {
-		var ee *egress.Error
-		if errors.As(err, &ee) {
-			return s, p.refuse(planRefusal(ee.Code), "", ee.Reason, ee)
+		return s, p.deliveryError(err, res)
+	}
+	answer, err := wire.ReadAnswer(profile, res.Status, res.Answer)
+	if err != nil {
+		var ae *wire.AnswerError
+		if errors.As(err, &ae) {
+			p.journalUpstream(ae.Reason)
+			return s, &UpstreamError{Code: receipts.UpstreamFailed, Status: ae.Status, Reason: ae.Reason, Err: err}
 		}
 		return s, err
 	}
-	status, answer, err := post(ctx, opt.client(), cut.Plan.Target, body, opt.timeout())
-	s.Bytes, s.BodyDigest = len(body), receipts.SHA256(body)
-	if err != nil {
-		return s, err
-	}
-	s.Status, s.Answer = status, answer
+	answered, s.Answer = true, answer
 	if opt.Quarantine != nil {
 		if err := opt.Quarantine(answer); err != nil {
-			return s, fmt.Errorf("quarantine: %w", err)
+			return s, err
 		}
-	}
-	if status/100 != 2 {
-		return s, fmt.Errorf("target answered HTTP %d", status)
 	}
 	if cut.Lease == "" || !opt.Rehydrate {
 		return s, nil
@@ -119,6 +144,40 @@ func (p *Pipeline) Send(ctx context.Context, cut *Cut, opt SendOptions) (*Sent, 
 	return s, nil
 }
 
+// deliveryError classifies what the sender returned: the gate's refusal of
+// the first admission, an upstream failure, or an operational error (a
+// credential that cannot be used, the context's end).
+func (p *Pipeline) deliveryError(err error, res egress.Result) error {
+	var ee *egress.Error
+	if errors.As(err, &ee) {
+		return p.refuse(planRefusal(ee.Code), "", ee.Reason, ee)
+	}
+	var de *egress.DeliveryError
+	if errors.As(err, &de) {
+		if de.Code != receipts.UpstreamFailed {
+			return p.refuse(planRefusal(de.Code), "target", de.Outcome, de)
+		}
+		reason := de.Outcome
+		if de.Stopped != "" {
+			reason += ", " + de.Stopped
+		}
+		return &UpstreamError{Code: de.Code, Status: res.Status, Reason: reason, Err: de}
+	}
+	return err
+}
+
+// journalUpstream records an answer that could not be used, as the sender
+// records a delivery that failed.
+func (p *Pipeline) journalUpstream(reason string) {
+	if p.opt.Journal == nil {
+		return
+	}
+	if err := p.opt.Journal.Append(egress.Entry{EventID: receipts.NewEventID(), Kind: "refusal", Command: p.command(),
+		Codes: []receipts.Code{receipts.UpstreamFailed}, Reason: reason}); err != nil {
+		p.warn("evidence journal: " + err.Error())
+	}
+}
+
 // revokeAfterSend revokes a sent cut's lease and records its state.
 func (p *Pipeline) revokeAfterSend(ctx context.Context, s *Sent) {
 	if p.opt.Vault == nil {
@@ -131,45 +190,4 @@ func (p *Pipeline) revokeAfterSend(ctx context.Context, s *Sent) {
 		return
 	}
 	s.LeaseState = l.State.String()
-}
-
-func (o SendOptions) timeout() time.Duration {
-	if o.Timeout > 0 {
-		return o.Timeout
-	}
-	return 5 * time.Minute
-}
-
-func (o SendOptions) client() *http.Client {
-	if o.Client != nil {
-		return o.Client
-	}
-	return &http.Client{
-		Transport:     &http.Transport{Proxy: nil, ForceAttemptHTTP2: true},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
-// post sends body to target exactly.
-func post(ctx context.Context, client *http.Client, target string, body []byte, timeout time.Duration) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("post: %w", err)
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
-	if err != nil {
-		return 0, nil, fmt.Errorf("read answer: %w", err)
-	}
-	if len(answer) > MaxAnswerBytes {
-		return 0, nil, fmt.Errorf("answer larger than %d bytes", MaxAnswerBytes)
-	}
-	return resp.StatusCode, answer, nil
 }

@@ -42,11 +42,13 @@ const (
 	ClaimNoResidual      = "no-residual"
 	ClaimPlanMatch       = "plan-match"
 	ClaimReceiptChain    = "receipt-chain"
+	ClaimWireMatch       = "wire-match"
 )
 
 var claims = []string{
 	ClaimExportCanonical, ClaimCoverage, ClaimPublicPreserved, ClaimOwnersReplaced,
 	ClaimTokenConsistent, ClaimNoResidual, ClaimPlanMatch, ClaimReceiptChain,
+	ClaimWireMatch,
 }
 
 // Claims returns the claim names in their fixed order. The slice is a copy.

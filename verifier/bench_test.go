@@ -8,13 +8,18 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// benchRequest builds an honest irreversible cut of a 64 MiB projection.
-func benchRequest(b *testing.B) Request {
+// benchRequest builds an honest irreversible cut of a 64 MiB projection,
+// sent as profile (nil: export@1).
+func benchRequest(b *testing.B, wire *receipts.Wire) Request {
 	b.Helper()
 	const size = 64 << 20
 	text := bigText(size / 4)
 	parts := []testPart{{"block", "a", text}, {"history", "b", text}, {"tool", "c", text}, {"artifact", "d", text}}
-	req := makeCut(b, parts, cutOptions{})
+	opt := cutOptions{Wire: wire}
+	if wire != nil {
+		opt.Schema = []byte(testSchema)
+	}
+	req := makeCut(b, parts, opt)
 	if v := Verify(req); v.Verdict != receipts.VerdictPass {
 		b.Fatalf("benchmark cut does not verify: %+v", v.Claims)
 	}
@@ -26,36 +31,46 @@ func benchRequest(b *testing.B) Request {
 // figures (and sha256s/op, the verification's time in SHA-256s of the
 // source hashed beside each one) is the one to compare across machines.
 func BenchmarkVerify(b *testing.B) {
-	req := benchRequest(b)
-	b.Run("in-process", func(b *testing.B) {
-		b.SetBytes(int64(len(req.Source)))
-		start := cpuTime()
-		var hashing time.Duration // SHA-256 of the same bytes, beside each verification
-		for b.Loop() {
-			b.StopTimer()
-			t := time.Now()
-			sha256.Sum256(req.Source)
-			hashing += time.Since(t)
-			b.StartTimer()
-			if v := Verify(req); v.Verdict != receipts.VerdictPass {
-				b.Fatal(v.Verdict)
-			}
-		}
-		// The time of a verification in SHA-256s of the source, measured
-		// under the same load.
-		b.ReportMetric(float64(b.Elapsed())/float64(hashing), "sha256s/op")
-		// CPU time, all threads (GC included, SHA-256 runs excluded): a
-		// figure that depends less on how busy the machine is.
-		if cpu := cpuTime() - start - hashing; cpu > 0 {
-			perOp := cpu.Seconds() / float64(b.N)
-			b.ReportMetric(perOp*1000, "cpu-ms/op")
-			b.ReportMetric(float64(len(req.Source))/1e6/perOp, "MB/cpu-s")
-		}
-	})
+	req := benchRequest(b, nil)
+	b.Run("in-process", func(b *testing.B) { benchVerify(b, req) })
 	b.Run("sha256", func(b *testing.B) {
 		b.SetBytes(int64(len(req.Source)))
 		for b.Loop() {
 			sha256.Sum256(req.Source)
 		}
 	})
+}
+
+// BenchmarkVerifyWire is BenchmarkVerify for the cut sent as
+// openai-chat@1: the wire body (the 64 MiB of texts again) is rendered,
+// compared and searched too.
+func BenchmarkVerifyWire(b *testing.B) {
+	req := benchRequest(b, wireOf(receipts.WireOpenAIChat))
+	b.Run("in-process", func(b *testing.B) { benchVerify(b, req) })
+}
+
+func benchVerify(b *testing.B, req Request) {
+	b.SetBytes(int64(len(req.Source)))
+	start := cpuTime()
+	var hashing time.Duration // SHA-256 of the same bytes, beside each verification
+	for b.Loop() {
+		b.StopTimer()
+		t := time.Now()
+		sha256.Sum256(req.Source)
+		hashing += time.Since(t)
+		b.StartTimer()
+		if v := Verify(req); v.Verdict != receipts.VerdictPass {
+			b.Fatal(v.Verdict)
+		}
+	}
+	// The time of a verification in SHA-256s of the source, measured
+	// under the same load.
+	b.ReportMetric(float64(b.Elapsed())/float64(hashing), "sha256s/op")
+	// CPU time, all threads (GC included, SHA-256 runs excluded): a
+	// figure that depends less on how busy the machine is.
+	if cpu := cpuTime() - start - hashing; cpu > 0 {
+		perOp := cpu.Seconds() / float64(b.N)
+		b.ReportMetric(perOp*1000, "cpu-ms/op")
+		b.ReportMetric(float64(len(req.Source))/1e6/perOp, "MB/cpu-s")
+	}
 }

@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"context"
 	"sync"
 
 	"github.com/privacycut/privacycut/receipts"
@@ -10,13 +11,14 @@ import (
 // is written by one stage and only read after it (verify lists the order):
 //
 //   - decode writes the decoded inputs and their digests;
-//   - keyedDigests writes dig, on another goroutine; it is read after the
-//     walk has waited for it;
+//   - keyedDigests writes dig and renderWire writes wire, each on another
+//     goroutine; they are read once verify has waited for them;
 //   - walk writes w and the per-record findings of coverage,
 //     public-preserved, owners-replaced and token-consistency into out;
 //   - each claim function concludes its own entry of out.
 type check struct {
 	req Request
+	ctx context.Context // for the call to req.Issuer
 	out [nClaims]outcome
 
 	// The evidence key, nil when absent or wiped (keyErr says which).
@@ -50,8 +52,9 @@ type check struct {
 	recDigests []string // S(receipt) of each element as given
 	recErr     error
 
-	dig keyedDigests
-	w   walkResult
+	dig  keyedDigests
+	wire wireCheck
+	w    walkResult
 
 	tasks []*task // goroutines started by the check
 

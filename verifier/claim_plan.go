@@ -8,6 +8,34 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
+// planWire checks the plan's wire: a known profile; export@1 takes nothing
+// else; the provider profiles name a model and a positive
+// max_output_tokens, and the plan binds the output schema they send.
+func (c *check) planWire(o *outcome, p *receipts.Plan) {
+	w := p.Wire
+	if w == nil {
+		return
+	}
+	switch w.Profile {
+	case receipts.WireExport:
+		if w.Model != "" || w.Instruction != "" || w.MaxOutputTokens != 0 {
+			o.fail("wire: %s takes no model, instruction or max_output_tokens", receipts.WireExport)
+		}
+	case receipts.WireOpenAIChat, receipts.WireAnthropicMessages:
+		if w.Model == "" {
+			o.fail("wire: model empty")
+		}
+		if w.MaxOutputTokens < 1 {
+			o.fail("wire: max_output_tokens below 1")
+		}
+		if alg, _, err := receipts.ParseDigest(p.OutputSchemaDigest); err != nil || alg != receipts.PrefixSHA256 {
+			o.fail("wire: profile %s without a sha256 output_schema_digest", w.Profile)
+		}
+	default:
+		o.fail("wire: profile unknown")
+	}
+}
+
 // absoluteHTTP reports whether s is an absolute http or https URL with a
 // host, and no user info or fragment.
 func absoluteHTTP(s string) bool {
@@ -80,6 +108,8 @@ func (c *check) planMatch(o *outcome) {
 			o.fail("reversible plan with an unknown retention")
 		}
 	}
+
+	c.planWire(o, p)
 
 	// Categories: known names only; credential never allowed; every category
 	// the source uses allowed and not prohibited.

@@ -5,6 +5,9 @@ import (
 	"runtime"
 	"sort"
 	"sync/atomic"
+
+	"github.com/privacycut/privacycut/canon"
+	"github.com/privacycut/privacycut/receipts"
 )
 
 // isBoundary reports whether c is a byte that every span boundary of a
@@ -26,7 +29,7 @@ func isBoundary(c byte) bool {
 // and each occurrence is checked against the spans of its record. Both
 // searches are one Aho–Corasick pass each.
 func (c *check) noResidual(res *outcome) {
-	if !c.w.walked || c.exp == nil {
+	if !c.w.walked {
 		return
 	}
 	vt, bad := c.w.values, c.w.bad
@@ -64,6 +67,20 @@ func (c *check) noResidual(res *outcome) {
 		}
 	}
 	straddling, plain := all[:ns], all[np:]
+	// Every form, for the wire body (the matchers sort their patterns).
+	forms := append(append([][]byte{}, straddling...), plain...)
+	res.facts = "values=" + itoa(values.len()) + " searched_straddling=" + itoa(len(straddling)) + " unknown_regions=" + itoa(len(bad))
+	if c.exp != nil {
+		c.exportResidual(res, straddling, plain, decoded)
+	}
+	c.wireResidual(res, forms)
+}
+
+// exportResidual searches the export: the values holding a boundary byte
+// in every text, the others in the regions of no known text, the decoded
+// forms in the export's JSON.
+func (c *check) exportResidual(res *outcome, straddling, plain, decoded [][]byte) {
+	bad := c.w.bad
 	found := 0
 	first := ""
 	report := func(p int, text []byte, s, e int) {
@@ -110,7 +127,69 @@ func (c *check) noResidual(res *outcome) {
 			res.fail("%d owner value occurrence(s) in the export's JSON outside its texts", n)
 		}
 	}
-	res.facts = "values=" + itoa(values.len()) + " searched_straddling=" + itoa(len(straddling)) + " unknown_regions=" + itoa(len(bad))
+}
+
+// wireResidual searches the wire body's strings, decoded, for every form
+// of every value, outside the export's texts, which exportResidual
+// searched: a body that is the one rendered from the export and the plan
+// has, beside them and its fixed names, only the model, the instruction and
+// S′; any other body is searched whole (all its strings, keys included, or
+// its bytes when it is not strict JSON). The instruction is free text:
+// there is no public item for a value to sit in, and any occurrence, even
+// inside a longer word, fails.
+func (c *check) wireResidual(res *outcome, forms [][]byte) {
+	w := &c.wire
+	given := c.req.Wire
+	rendered := w.body != nil && w.diff < 0
+	if len(forms) == 0 || !rendered && (len(given) == 0 || w.profile != receipts.WireOpenAIChat && w.profile != receipts.WireAnthropicMessages && bytes.Equal(given, c.req.Export)) {
+		return // no body but the export, searched already
+	}
+	m := newMatcher(forms)
+	defer m.release()
+	found := 0
+	first := ""
+	search := func(where string, b []byte) {
+		m.scan(b, 0, len(b), func(s, e int) bool {
+			if found == 0 {
+				first = where
+			}
+			found++
+			return true
+		})
+	}
+	switch {
+	case rendered:
+		search("model", []byte(c.plan.Wire.Model))
+		search("instruction", []byte(c.plan.Wire.Instruction))
+		eachString(w.stripped, func(s []byte) { search("output schema", s) })
+	default:
+		if tree, err := canon.Parse(given, canon.Options{Buffer: c.buffer}); err == nil {
+			eachString(tree, func(s []byte) { search("wire body", s) })
+		} else {
+			search("wire body", given)
+		}
+	}
+	if found > 0 {
+		res.fail("%d owner value occurrence(s) in the wire body outside the export's texts; first in the %s", found, first)
+	}
+}
+
+// eachString calls fn with every string of v, member keys included, in
+// document order.
+func eachString(v *canon.Value, fn func([]byte)) {
+	switch v.Kind {
+	case canon.String:
+		fn(v.Str)
+	case canon.Array:
+		for i := range v.Elems {
+			eachString(&v.Elems[i], fn)
+		}
+	case canon.Object:
+		for i := range v.Members {
+			fn(v.Members[i].Key)
+			eachString(&v.Members[i].Value, fn)
+		}
+	}
 }
 
 // scanChunk is the size of the pieces of export text that the search for

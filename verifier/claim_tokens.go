@@ -10,7 +10,9 @@ import (
 // cut, and tokens of the plan's mode: irreversible tokens are
 // redacted:<category>:<n>, n numbering the category's values by first
 // appearance in the source; reversible tokens are
-// pcv:<ns>:<category>:<mac> with one namespace.
+// pcv:<ns>:<category>:<mac> with one namespace, and each is the token the
+// vault issued under the lease for its value, as the Issuer answers
+// (checkIssued).
 
 // tokenState checks token consistency across the whole cut. It stands for
 // two maps per category, value → token and token → value: info holds the
@@ -34,6 +36,7 @@ type tokenInfo struct {
 	// The token table never changes an entry, so this holds for every later
 	// slot that pairs the value with the same token.
 	clash bool
+	at    lazyWhere // the value's first slot in the export
 }
 
 // valueToken returns what is known of the token of value id.
@@ -79,7 +82,7 @@ func (c *check) tokenSlots(p, line, eStart int, ss []span, e []byte, es []span, 
 		switch {
 		case !vi.has:
 			t, clash := ts.token(cat, tv, id)
-			vi.tok, vi.has, vi.clash = int32(t), true, clash
+			vi.tok, vi.has, vi.clash, vi.at = int32(t), true, clash, pos
 			if clash {
 				o.fail("one %s token stands for different values: %s", categories[cat], pos)
 			}
@@ -126,6 +129,10 @@ func (c *check) tokenConsistency(o *outcome) {
 		o.fail("source not recognized: expected tokens unknown")
 	case !w.paired:
 		o.fail("owner slots could not all be paired with the source")
+	case c.mode == receipts.ModeReversible && o.ok():
+		// Only a cut whose tokens are otherwise in order is put to the
+		// vault: a broken one fails without sending its values anywhere.
+		c.checkIssued(o)
 	}
 	distinct := 0
 	for i := range w.tokens.info {
@@ -134,4 +141,7 @@ func (c *check) tokenConsistency(o *outcome) {
 		}
 	}
 	o.facts = "mode=" + c.mode + " distinct_values=" + itoa(distinct)
+	if c.mode == receipts.ModeReversible {
+		o.facts += " issued=" + itoa(w.issued)
+	}
 }

@@ -2,9 +2,14 @@ package verifier
 
 import (
 	"bytes"
+	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/privacycut/privacycut/canon"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/verifier/internal/cuttest"
 )
 
 // FuzzRecognizer: the recognizer never panics, and when it accepts a text
@@ -127,6 +132,56 @@ func FuzzSkeletonDiff(f *testing.F) {
 		}
 		if got, want := skeletonDiff(s, ss, e, es), naive(s, ss, e, es); got != want {
 			t.Fatalf("skeletonDiff = %d, span by span %d", got, want)
+		}
+	})
+}
+
+// FuzzWireRender: for any output schema, instruction and model, the body
+// cuttest's renderer (Go structs through canon.Marshal) makes is the one
+// the verifier renders: wire-match holds, with the strict flag cuttest
+// computes, and Verify does not panic.
+func FuzzWireRender(f *testing.F) {
+	f.Add([]byte(testSchema), testInstruction, "model-1", true)
+	f.Add([]byte(`{"type":"object","properties":{"a":{"type":"string","x-privacycut-x":1}},"x-privacycut-rehydrate":{}}`), "", "m", false)
+	f.Add([]byte(`[{"type":["object"],"additionalProperties":false},"\u0000",1e3,-0]`), "\"\\\u2028", "m\u00e9", true)
+	f.Fuzz(func(t *testing.T, schema []byte, instruction, model string, openai bool) {
+		var doc any
+		if canon.Unmarshal(schema, &doc, canon.Options{}) != nil || !utf8.ValidString(instruction) || !utf8.ValidString(model) || model == "" {
+			return
+		}
+		if _, err := canon.Marshal(doc); err != nil {
+			return // numbers canon does not write (out of range)
+		}
+		profile := receipts.WireAnthropicMessages
+		if openai {
+			profile = receipts.WireOpenAIChat
+		}
+		w := &receipts.Wire{Profile: profile, Model: model, Instruction: instruction, MaxOutputTokens: 7}
+		req := makeCut(t, sampleParts, cutOptions{Wire: w, Schema: schema})
+		v := verify(req)
+		wm := v.Claims[cWire]
+		if !wm.OK {
+			t.Fatalf("wire-match fails on cuttest's body: %s", wm.Detail)
+		}
+		if want := "strict=" + strconv.FormatBool(cuttest.Strict(doc)); !strings.Contains(wm.Detail, want) {
+			t.Fatalf("wire-match %q, cuttest %s", wm.Detail, want)
+		}
+	})
+}
+
+// FuzzVerifyWire mutates the wire body of an honest cut: a passing verdict
+// for any other bytes is a verifier bug.
+func FuzzVerifyWire(f *testing.F) {
+	base := makeCut(f, sampleParts, cutOptions{Wire: wireOf(receipts.WireOpenAIChat), Schema: []byte(testSchema)})
+	f.Add(base.Wire)
+	f.Add(bytes.Replace(base.Wire, []byte(`"strict":true`), []byte(`"strict":false`), 1))
+	f.Add(bytes.Replace(base.Wire, []byte(`"max_completion_tokens":1024`), []byte(`"max_completion_tokens":1024.0`), 1))
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		req := base
+		req.Wire = wire
+		v := verify(req)
+		if v.Verdict == receipts.VerdictPass && !bytes.Equal(wire, base.Wire) {
+			t.Fatalf("a different wire body passed")
 		}
 	})
 }

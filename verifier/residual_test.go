@@ -25,7 +25,7 @@ func TestScanStraddlingUnits(t *testing.T) {
 			c.exp = append(c.exp, exportPart{kind: "block", text: text})
 		}
 		values := [][]byte{[]byte("a b"), []byte("b\na"), []byte("\" a"), []byte("a@b=")}
-		// Merge the units of each part, as checkResidual reads them.
+		// Merge the units of each part, as exportResidual reads them.
 		merge := func(rs []scanResult) []scanResult {
 			merged := make([]scanResult, len(c.exp))
 			for p := range merged {

@@ -45,6 +45,12 @@ func (t *byteTable) bytes(id int) []byte {
 	return t.key(off)
 }
 
+// tag returns the tag of key id.
+func (t *byteTable) tag(id int) int {
+	off := int(le32(t.keys.b, 4*id))
+	return int(int32(le32(t.arena.b, off)))
+}
+
 // key returns the bytes of the key whose record starts at off.
 func (t *byteTable) key(off int) []byte {
 	n := int(le32(t.arena.b, off+4))

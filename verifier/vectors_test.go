@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier/internal/cuttest"
 )
@@ -95,5 +97,46 @@ func TestVectorsUpToDate(t *testing.T) {
 		if err != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s is stale: run go generate ./verifier", filepath.Base(f))
 		}
+	}
+}
+
+// TestWireVectors: each seeded corruption of a wire body, made by the
+// generator with every other digest rebound, fails exactly its claim, and
+// the honest wire vectors pass with the wire digest of their bodies.
+func TestWireVectors(t *testing.T) {
+	want := map[string][]string{
+		"good-openai-chat":           {},
+		"good-anthropic-messages":    {},
+		"good-openai-chat-nonstrict": {},
+		"wire-byte-changed":          {receipts.ClaimWireMatch},
+		"wire-instruction-swapped":   {receipts.ClaimWireMatch},
+		"wire-part-reordered":        {receipts.ClaimWireMatch},
+		"wire-owner-in-instruction":  {receipts.ClaimNoResidual},
+		"wire-schema-altered":        {receipts.ClaimWireMatch},
+		"wire-model-changed":         {receipts.ClaimWireMatch},
+	}
+	seen := 0
+	for _, v := range cuttest.LoadVectors(t, "testdata/vectors", 14) {
+		claims, ok := want[v.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		t.Run(v.Name, func(t *testing.T) {
+			req := vectorRequest(t, v)
+			if len(req.Wire) == 0 || len(req.OutputSchema) == 0 {
+				t.Fatal("the vector has no wire body or no schema")
+			}
+			got := Verify(req)
+			if diff := cmp.Diff(claims, failedClaims(got)); diff != "" {
+				t.Fatalf("failed claims (-want +got):\n%s\n%+v", diff, got.Claims)
+			}
+			if got.WireDigest != receipts.SHA256(req.Wire) {
+				t.Errorf("wire digest %s", got.WireDigest)
+			}
+		})
+	}
+	if seen != len(want) {
+		t.Fatalf("found %d of the %d wire vectors", seen, len(want))
 	}
 }

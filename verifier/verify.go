@@ -24,6 +24,23 @@ type Request struct {
 	Receipts     []byte                // JSON array of TransformationReceipt@1
 	EvidenceKey  *receipts.EvidenceKey // keys the digests of source-derived material
 	Now          time.Time             // the plan must expire after Now
+
+	// Wire is the wire body as sent: the provider request of the plan's
+	// wire profile. Empty means none is given: for export@1 the body is
+	// then the export; for another profile wire-match fails.
+	Wire []byte
+	// OutputSchema is the output schema document the wire body was
+	// rendered with, for a profile other than export@1: its digest is the
+	// plan's output_schema_digest.
+	OutputSchema []byte
+
+	// For a reversible cut: Issuer is asked whether each token of the
+	// export is the one issued under Lease for its slot's (category,
+	// value). A verifier in another process cannot be given an Issuer: it
+	// dials its own at VaultSocket (package verifier/plugin).
+	Issuer      Issuer
+	Lease       string
+	VaultSocket string
 }
 
 // Checker verifies a cut, in this process ([InProcess]) or in another one
@@ -43,20 +60,23 @@ func (inProcess) Verify(ctx context.Context, req Request) (receipts.Verification
 	if err := ctx.Err(); err != nil {
 		return receipts.Verification{}, err
 	}
-	return Verify(req), nil
+	return VerifyContext(ctx, req), nil
 }
 
 // Verify checks one cut and returns its CutVerification@1. It lists every
 // claim, in order; the verdict is "pass" only when every claim holds. Verify
 // never panics on any input, and no Detail ever holds input bytes: only
 // counts, codes, field names and positions.
-func Verify(req Request) (v receipts.Verification) {
+func Verify(req Request) receipts.Verification { return VerifyContext(context.Background(), req) }
+
+// VerifyContext is Verify with a context for the call to req.Issuer.
+func VerifyContext(ctx context.Context, req Request) (v receipts.Verification) {
 	defer func() {
 		if recover() != nil {
 			v = failAll(req, "verifier: internal error")
 		}
 	}()
-	return verify(req)
+	return verifyCtx(ctx, req)
 }
 
 // The claims, by index into check.out, in the order receipts.Claims lists
@@ -70,31 +90,37 @@ const (
 	cResidual
 	cPlan
 	cChain
+	cWire
 	nClaims
 )
 
-// verify is Verify without the recovery from a panic. This is the whole
-// run, in order:
+// verify is Verify without the recovery from a panic; verifyCtx is
+// VerifyContext's. This is the whole run, in order:
 //
 //  1. decode reads every input (inputs.go); what cannot be read is kept as
 //     an error for the claims that depend on it;
-//  2. the keyed digests of the source, manifest, label and candidate are
-//     computed on another goroutine (digests.go) while
+//  2. the keyed digests of the source, manifest, label and candidate
+//     (digests.go), and the wire body of the plan's profile (renderWire),
+//     are computed on other goroutines while
 //  3. walk reads the source and the export record by record (walk.go) and
 //     records what each record shows for coverage, public-preserved,
 //     owners-replaced and token-consistency;
 //  4. every claim is concluded, in the order of receipts.Claims, by its own
 //     function (one file each: claim_*.go).
-func verify(req Request) receipts.Verification {
-	c := &check{req: req}
+func verify(req Request) receipts.Verification { return verifyCtx(context.Background(), req) }
+
+func verifyCtx(ctx context.Context, req Request) receipts.Verification {
+	c := &check{req: req, ctx: ctx}
 	// Even when a panic unwinds, every goroutine the check started ends
 	// before its buffers are freed, and before Verify returns: nothing may
 	// read the inputs after that (the plugin unmaps them).
 	defer c.end()
 	c.decode()
 	digests := c.start(c.keyedDigests)
+	wire := c.start(c.renderWire)
 	c.walk()
 	digests.wait()
+	wire.wait()
 
 	c.exportCanonical(&c.out[cExport])
 	c.coverage(&c.out[cCoverage])
@@ -104,6 +130,7 @@ func verify(req Request) receipts.Verification {
 	c.noResidual(&c.out[cResidual])
 	c.planMatch(&c.out[cPlan])
 	c.receiptChain(&c.out[cChain])
+	c.wireMatch(&c.out[cWire])
 	return c.verification()
 }
 
@@ -118,6 +145,7 @@ func (c *check) verification() receipts.Verification {
 		ExportDigest:     c.exportDigest,
 		PlanDigest:       c.planDigest,
 		VocabularyDigest: c.vocDigest,
+		WireDigest:       c.wire.digest,
 	}
 	if n := len(c.recDigests); n > 0 {
 		v.ReceiptsDigest = c.recDigests[n-1]

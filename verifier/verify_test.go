@@ -149,7 +149,7 @@ func TestVerifyTampering(t *testing.T) {
 		{
 			name:   "plan undecodable",
 			mutate: func(r *Request) { r.Plan = []byte(`{"schema":"DisclosurePlan@1","extra":1}`) },
-			want:   []string{receipts.ClaimCoverage, receipts.ClaimTokenConsistent, receipts.ClaimPlanMatch},
+			want:   []string{receipts.ClaimCoverage, receipts.ClaimTokenConsistent, receipts.ClaimPlanMatch, receipts.ClaimWireMatch},
 		},
 		{
 			name:   "vocabulary undecodable",
@@ -270,10 +270,16 @@ func TestDetailsAreContentFree(t *testing.T) {
 
 // TestVerifyNeverPanicsOnGarbage feeds every input arbitrary bytes.
 func TestVerifyNeverPanicsOnGarbage(t *testing.T) {
-	base := makeCut(t, sampleParts, cutOptions{})
+	for _, base := range []Request{makeCut(t, sampleParts, cutOptions{}),
+		makeCut(t, sampleParts, cutOptions{Wire: wireOf(receipts.WireOpenAIChat), Schema: []byte(testSchema)})} {
+		testGarbage(t, base)
+	}
+}
+
+func testGarbage(t *testing.T, base Request) {
 	garbage := [][]byte{nil, {}, []byte("null"), []byte("[]"), []byte("{}"), []byte(`"x"`), {0xff, 0xfe}, []byte(`{"parts":[{"kind":1}]}`)}
 	for _, g := range garbage {
-		for i := range 6 {
+		for i := range 8 {
 			req := base
 			switch i {
 			case 0:
@@ -288,10 +294,16 @@ func TestVerifyNeverPanicsOnGarbage(t *testing.T) {
 				req.Receipts = g
 			case 5:
 				req.ExportDigest = string(g)
+			case 6:
+				req.Wire = g
+			case 7:
+				req.OutputSchema = g
 			}
 			v := verify(req) // not the recovering wrapper: a panic fails the test
 			checkShape(t, v)
-			if v.Verdict != "fail" {
+			// An export@1 cut has no schema, and no body but its export.
+			ignored := base.Wire == nil && (i == 7 || i == 6 && len(g) == 0)
+			if v.Verdict != "fail" && !ignored {
 				t.Errorf("input %d = %q: verdict %s", i, g, v.Verdict)
 			}
 		}

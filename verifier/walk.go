@@ -21,6 +21,7 @@ type walkResult struct {
 
 	values *valueTable // the source's owner values, numbered
 	tokens *tokenState // token-consistency across the cut
+	issued int         // values whose token the Issuer confirmed
 	bad    []region    // export regions that hold no known text
 }
 

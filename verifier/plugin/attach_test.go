@@ -29,7 +29,7 @@ func TestRunAttached(t *testing.T) {
 	for _, v := range loadVectors(t) {
 		vs[v.Name] = v
 	}
-	for _, name := range []string{"good-irreversible", "value-left", "token-swapped"} {
+	for _, name := range []string{"good-irreversible", "value-left", "token-swapped", "good-openai-chat", "wire-owner-in-instruction", "good-reversible", "reversible-mac-altered"} {
 		req := vectorRequest(t, vs[name])
 		want := verifier.Verify(req)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

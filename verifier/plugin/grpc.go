@@ -31,7 +31,11 @@ const (
 	// preallocMax bounds what a declared size may make the plugin allocate
 	// before the bytes arrive.
 	preallocMax = 256 << 20
-	nInputs     = 5
+	// maxGrantedTokens bounds the tokens of a grant reply sent in the
+	// header, which must fit in one gRPC message (4 MiB): a token is some
+	// 50 bytes.
+	maxGrantedTokens = 1 << 16
+	nInputs          = 7
 )
 
 // Errors of the plugin protocol. Their messages are fixed and content-free.
@@ -40,12 +44,13 @@ var (
 	// no header first, an unknown input, inputs out of order, more or fewer
 	// bytes than declared, a malformed evidence key.
 	ErrStream = errors.New("verifier: malformed request stream")
-	// ErrTooLarge is returned for an input over MaxInputBytes.
+	// ErrTooLarge is returned for an input over MaxInputBytes, or a grant
+	// reply (verifier.Granted) of more than 65,536 tokens.
 	ErrTooLarge = errors.New("verifier: request input too large")
 	// ErrReply is returned by the host when the plugin's answer is not a
 	// well-formed CutVerification@1 (every claim, in order, verdict
 	// consistent with the claims) or not about the request (revision,
-	// export and plan digests).
+	// export, plan and wire digests).
 	ErrReply = errors.New("verifier: malformed verification from plugin")
 	// ErrInternal stands for every other plugin-side failure.
 	ErrInternal = errors.New("verifier: plugin internal error")
@@ -97,8 +102,16 @@ type grpcClient struct {
 }
 
 func (g *grpcClient) Verify(ctx context.Context, req verifier.Request) (receipts.Verification, error) {
-	inputs := [nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts}
-	hdr := &verifierpb.Header{ExportDigest: req.ExportDigest}
+	inputs := inputsOf(req)
+	hdr := &verifierpb.Header{ExportDigest: req.ExportDigest, Lease: req.Lease, VaultSocket: req.VaultSocket}
+	// A grant reply crosses as its tokens; an Issuer of another kind cannot
+	// cross, and the plugin dials its own at the vault socket.
+	if g, ok := req.Issuer.(*verifier.Granted); ok && g != nil && req.VaultSocket == "" {
+		if len(g.Tokens) > maxGrantedTokens {
+			return receipts.Verification{}, ErrTooLarge
+		}
+		hdr.Granted, hdr.GrantedLease, hdr.GrantedTokens = true, g.Lease, g.Tokens
+	}
 	if !req.Now.IsZero() {
 		hdr.NowUnixNano = req.Now.UnixNano()
 	}
@@ -164,13 +177,22 @@ func (g *grpcClient) Verify(ctx context.Context, req verifier.Request) (receipts
 	return v, nil
 }
 
+// inputsOf lists the inputs of req in the order of the Input enum.
+func inputsOf(req verifier.Request) [nInputs][]byte {
+	return [nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts, req.Wire, req.OutputSchema}
+}
+
 // answerOf is what the host can recompute of a plugin's answer to req: the
-// verifier revision, the export's digest and the plan's (as verify computes
-// them).
-type answerOf struct{ exportDigest, planDigest string }
+// verifier revision, the digests of the export, the plan and the wire body
+// (as the verifier computes them).
+type answerOf struct{ exportDigest, planDigest, wireDigest string }
 
 func expect(req verifier.Request) answerOf {
 	a := answerOf{exportDigest: receipts.SHA256(req.Export)}
+	a.wireDigest = a.exportDigest
+	if len(req.Wire) > 0 {
+		a.wireDigest = receipts.SHA256(req.Wire)
+	}
 	// "" when the plan has no canonical form, as the verifier writes it.
 	if canonical, err := canon.Canonicalize(req.Plan); err == nil {
 		a.planDigest = receipts.SHA256(canonical)
@@ -181,7 +203,7 @@ func expect(req verifier.Request) answerOf {
 // describes checks a plugin's answer against e. An answer about something
 // else is ErrReply, whatever its verdict.
 func describes(v receipts.Verification, e answerOf) error {
-	if v.Verifier != verifier.Revision || v.ExportDigest != e.exportDigest || v.PlanDigest != e.planDigest {
+	if v.Verifier != verifier.Revision || v.ExportDigest != e.exportDigest || v.PlanDigest != e.planDigest || v.WireDigest != e.wireDigest {
 		return ErrReply
 	}
 	return nil
@@ -194,7 +216,7 @@ func fromWire(r *verifierpb.VerifyResponse) (receipts.Verification, error) {
 	v := receipts.Verification{
 		Schema: r.GetSchema(), Verdict: r.GetVerdict(), Verifier: r.GetVerifier(), Mode: r.GetMode(),
 		SourceDigest: r.GetSourceDigest(), ExportDigest: r.GetExportDigest(), PlanDigest: r.GetPlanDigest(),
-		VocabularyDigest: r.GetVocabularyDigest(), ReceiptsDigest: r.GetReceiptsDigest(),
+		VocabularyDigest: r.GetVocabularyDigest(), ReceiptsDigest: r.GetReceiptsDigest(), WireDigest: r.GetWireDigest(),
 	}
 	names := receipts.Claims()
 	if v.Schema != receipts.SchemaVerification || len(r.GetClaims()) != len(names) {
@@ -220,7 +242,7 @@ func toWire(v receipts.Verification) *verifierpb.VerifyResponse {
 	r := &verifierpb.VerifyResponse{
 		Schema: v.Schema, Verdict: v.Verdict, Verifier: v.Verifier, Mode: v.Mode,
 		SourceDigest: v.SourceDigest, ExportDigest: v.ExportDigest, PlanDigest: v.PlanDigest,
-		VocabularyDigest: v.VocabularyDigest, ReceiptsDigest: v.ReceiptsDigest,
+		VocabularyDigest: v.VocabularyDigest, ReceiptsDigest: v.ReceiptsDigest, WireDigest: v.WireDigest,
 	}
 	for _, c := range v.Claims {
 		r.Claims = append(r.Claims, &verifierpb.Claim{Name: c.Name, Ok: c.OK, Detail: c.Detail})
@@ -232,6 +254,7 @@ func toWire(v receipts.Verification) *verifierpb.VerifyResponse {
 type grpcServer struct {
 	verifierpb.UnimplementedVerifierServer
 	impl verifier.Checker
+	dial DialIssuer // nil: requests get no issuer
 }
 
 func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
@@ -245,6 +268,15 @@ func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
 	if err != nil {
 		return statusOf(err)
 	}
+	if req.VaultSocket != "" && s.dial != nil {
+		issuer, closeIssuer, err := s.dial(stream.Context(), req.VaultSocket)
+		if err != nil {
+			// The claim names it: the verification still runs.
+			issuer, closeIssuer = unavailable{}, func() {}
+		}
+		defer closeIssuer()
+		req.Issuer = issuer
+	}
 	v, err := s.impl.Verify(stream.Context(), req)
 	if err != nil {
 		return statusOf(err)
@@ -253,6 +285,13 @@ func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
 		return statusOf(err)
 	}
 	return nil
+}
+
+// unavailable is the issuer of a request whose vault could not be dialed.
+type unavailable struct{}
+
+func (unavailable) Issued(context.Context, string, []verifier.Pair) ([]bool, error) {
+	return nil, verifier.ErrIssuerUnavailable
 }
 
 // attachFD is the plugin's end of the attachment channel the host passed at
@@ -288,6 +327,13 @@ func receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, rel
 		req.EvidenceKey = key
 	}
 	req.ExportDigest = hdr.GetExportDigest()
+	req.Lease, req.VaultSocket = hdr.GetLease(), hdr.GetVaultSocket()
+	if hdr.GetGranted() {
+		if len(hdr.GetGrantedTokens()) > maxGrantedTokens {
+			return req, release, ErrTooLarge
+		}
+		req.Issuer = &verifier.Granted{Lease: hdr.GetGrantedLease(), Tokens: hdr.GetGrantedTokens()}
+	}
 	if n := hdr.GetNowUnixNano(); n != 0 {
 		req.Now = time.Unix(0, n).UTC()
 	}
@@ -309,7 +355,7 @@ func receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, rel
 			in[i] = data[off : off+n : off+n]
 			off += n
 		}
-		req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts = in[0], in[1], in[2], in[3], in[4]
+		setInputs(&req, in)
 		return req, unmap, nil
 	}
 	bufs := make([][]byte, nInputs)
@@ -354,8 +400,13 @@ func receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, rel
 			return req, release, ErrStream
 		}
 	}
-	req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts = bufs[0], bufs[1], bufs[2], bufs[3], bufs[4]
+	setInputs(&req, [nInputs][]byte(bufs))
 	return req, release, nil
+}
+
+// setInputs sets the inputs of req from in, in the order of inputsOf.
+func setInputs(req *verifier.Request, in [nInputs][]byte) {
+	req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts, req.Wire, req.OutputSchema = in[0], in[1], in[2], in[3], in[4], in[5], in[6]
 }
 
 func recvError(err error) error {

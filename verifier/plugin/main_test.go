@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		// reaches the host's logger.
 		fmt.Fprintln(os.Stderr, stderrMarker)
 		return nil
-	}})
+	}, DialIssuer: testDial})
 	if os.Getenv(hostEnv) == "1" {
 		serveAsHost()
 		return

@@ -7,6 +7,11 @@
 // package verifier's Verify, run in the plugin process; the host checks
 // the answer before returning it.
 //
+// A request's Issuer (reversible cuts) does not cross to the plugin: the
+// plugin dials its own at the request's VaultSocket with
+// Options.DialIssuer. A verifier.Granted does cross, as its tokens (no
+// value), when the request names no vault socket.
+//
 // # Security properties
 //
 // Guaranteed:
@@ -19,7 +24,7 @@
 //     evidence key after each call.
 //   - The host takes no answer on trust: it must list every claim in order
 //     with a verdict that follows from them, name this verifier's
-//     revision, the request's export digest and plan digest (recomputed by
+//     revision, the request's export, plan and wire digests (recomputed by
 //     the host), and fit in 1 MiB; otherwise the call fails with ErrReply.
 //   - Errors of the protocol are fixed sentinels, mapped to and from gRPC
 //     codes by one table each way; no error or log line holds input bytes.
@@ -86,7 +91,7 @@ const pluginName = "verifier"
 // the plugin binary from being run by hand by mistake; it is not security:
 // the host pins the binary by checksum and speaks mutual TLS.
 var handshake = goplugin.HandshakeConfig{
-	ProtocolVersion:  1,
+	ProtocolVersion:  2,
 	MagicCookieKey:   "PRIVACYCUT_VERIFIER_PLUGIN",
 	MagicCookieValue: "closed-diagnostic@1/verifier/1",
 }
@@ -101,10 +106,11 @@ var (
 type grpcPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 	impl verifier.Checker
+	dial DialIssuer
 }
 
 func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	verifierpb.RegisterVerifierServer(s, &grpcServer{impl: p.impl})
+	verifierpb.RegisterVerifierServer(s, &grpcServer{impl: p.impl, dial: p.dial})
 	return nil
 }
 
@@ -112,10 +118,18 @@ func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, cc *g
 	return &grpcClient{c: verifierpb.NewVerifierClient(cc)}, nil
 }
 
-// pluginMap is the plugin set of the verifier, serving impl.
-func pluginMap(impl verifier.Checker) map[string]goplugin.Plugin {
-	return map[string]goplugin.Plugin{pluginName: &grpcPlugin{impl: impl}}
+// pluginMap is the plugin set of the verifier, serving impl with the
+// issuers dial makes.
+func pluginMap(impl verifier.Checker, dial DialIssuer) map[string]goplugin.Plugin {
+	return map[string]goplugin.Plugin{pluginName: &grpcPlugin{impl: impl, dial: dial}}
 }
+
+// DialIssuer connects the plugin to the token issuer (the vault) at socket,
+// for one request, and returns it with the function that closes it. The
+// plugin calls it for a request that names a vault socket
+// (verifier.Request.VaultSocket); when it fails, the request's
+// token-consistency fails as the issuer being unavailable.
+type DialIssuer func(ctx context.Context, socket string) (issuer verifier.Issuer, closeIssuer func(), err error)
 
 // Options configure the plugin process (ServeIfPlugin).
 type Options struct {
@@ -123,6 +137,10 @@ type Options struct {
 	// process exits with status 1. cut makes itself undumpable there
 	// (PR_SET_DUMPABLE 0, RLIMIT_CORE 0).
 	Harden func() error
+	// DialIssuer, when set, gives a request of a reversible cut the token
+	// issuer at its vault socket; without it such a request is verified
+	// without an issuer, and fails token-consistency saying so.
+	DialIssuer DialIssuer
 }
 
 // ServeIfPlugin makes the calling program its own verifier plugin: when
@@ -158,7 +176,7 @@ func serve(opt Options) {
 	}
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: handshake,
-		Plugins:         pluginMap(verifier.InProcess()),
+		Plugins:         pluginMap(verifier.InProcess(), opt.DialIssuer),
 		GRPCServer:      goplugin.DefaultGRPCServer,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name: "verifier", Level: hclog.Info, Output: os.Stderr, JSONFormat: true,
@@ -324,7 +342,7 @@ func (p *Pending) Verify(ctx context.Context, req verifier.Request) (receipts.Ve
 	var f *os.File
 	if p.attach != nil {
 		var err error
-		f, err = makeAttachment([nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts})
+		f, err = makeAttachment(inputsOf(req))
 		if err != nil {
 			return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrStart, err)
 		}
@@ -376,7 +394,7 @@ func start(ctx context.Context, cmd *exec.Cmd, kill context.CancelFunc, logger h
 	}
 	pc := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  handshake,
-		Plugins:          pluginMap(nil),
+		Plugins:          pluginMap(nil, nil),
 		Cmd:              cmd,
 		SecureConfig:     &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()},
 		AutoMTLS:         true,

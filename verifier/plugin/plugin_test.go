@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,13 +20,14 @@ import (
 
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier"
+	"github.com/privacycut/privacycut/verifier/internal/cuttest"
 	"github.com/privacycut/privacycut/verifier/plugin/internal/verifierpb"
 )
 
 // grpcPair connects the gRPC adapters in process.
 func grpcPair(t *testing.T) (verifier.Checker, *goplugin.GRPCClient) {
 	t.Helper()
-	client, server := goplugin.TestPluginGRPCConn(t, false, pluginMap(verifier.InProcess()))
+	client, server := goplugin.TestPluginGRPCConn(t, false, pluginMap(verifier.InProcess(), testDial))
 	t.Cleanup(func() {
 		// Stop the server first: client.Close asks the server's controller
 		// to stop it, which would race with a second Stop here.
@@ -164,7 +167,7 @@ func TestStreamProtocol(t *testing.T) {
 	chunk := func(in verifierpb.Input, data string) *verifierpb.VerifyRequest {
 		return &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Chunk{Chunk: &verifierpb.Chunk{Input: in, Data: []byte(data)}}}
 	}
-	keyHdr := &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Header{Header: &verifierpb.Header{Sizes: []uint64{0, 0, 0, 0, 0}, EvidenceKey: []byte("short")}}}
+	keyHdr := &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Header{Header: &verifierpb.Header{Sizes: []uint64{0, 0, 0, 0, 0, 0, 0}, EvidenceKey: []byte("short")}}}
 	tests := []struct {
 		name string
 		msgs []*verifierpb.VerifyRequest
@@ -172,15 +175,15 @@ func TestStreamProtocol(t *testing.T) {
 	}{
 		{"empty stream", nil, codes.InvalidArgument},
 		{"chunk first", []*verifierpb.VerifyRequest{chunk(verifierpb.Input_INPUT_SOURCE, "x")}, codes.InvalidArgument},
-		{"four sizes", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0)}, codes.InvalidArgument},
-		{"too large", []*verifierpb.VerifyRequest{hdr(MaxInputBytes+1, 0, 0, 0, 0)}, codes.OutOfRange},
+		{"six sizes", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0)}, codes.InvalidArgument},
+		{"too large", []*verifierpb.VerifyRequest{hdr(MaxInputBytes+1, 0, 0, 0, 0, 0, 0)}, codes.OutOfRange},
 		{"bad key length", []*verifierpb.VerifyRequest{keyHdr}, codes.InvalidArgument},
-		{"more than declared", []*verifierpb.VerifyRequest{hdr(1, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
-		{"fewer than declared", []*verifierpb.VerifyRequest{hdr(3, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
-		{"out of order", []*verifierpb.VerifyRequest{hdr(1, 1, 0, 0, 0), chunk(verifierpb.Input_INPUT_EXPORT, "x"), chunk(verifierpb.Input_INPUT_SOURCE, "x")}, codes.InvalidArgument},
-		{"unknown input", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0), chunk(verifierpb.Input(9), "x")}, codes.InvalidArgument},
-		{"second header", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0), hdr(0, 0, 0, 0, 0)}, codes.InvalidArgument},
-		{"well-formed empty request", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0)}, codes.OK},
+		{"more than declared", []*verifierpb.VerifyRequest{hdr(1, 0, 0, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
+		{"fewer than declared", []*verifierpb.VerifyRequest{hdr(3, 0, 0, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_SOURCE, "xy")}, codes.InvalidArgument},
+		{"out of order", []*verifierpb.VerifyRequest{hdr(1, 1, 0, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_EXPORT, "x"), chunk(verifierpb.Input_INPUT_SOURCE, "x")}, codes.InvalidArgument},
+		{"unknown input", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0, 0), chunk(verifierpb.Input(9), "x")}, codes.InvalidArgument},
+		{"second header", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0, 0), hdr(0, 0, 0, 0, 0, 0, 0)}, codes.InvalidArgument},
+		{"well-formed empty request", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0, 0)}, codes.OK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -356,6 +359,7 @@ func TestDescribes(t *testing.T) {
 		"export digest":  func(v *receipts.Verification) { v.ExportDigest = receipts.SHA256([]byte("other")) },
 		"plan digest":    func(v *receipts.Verification) { v.PlanDigest = receipts.SHA256([]byte("other")) },
 		"no plan digest": func(v *receipts.Verification) { v.PlanDigest = "" },
+		"wire digest":    func(v *receipts.Verification) { v.WireDigest = receipts.SHA256([]byte("other")) },
 	} {
 		w := v
 		change(&w)
@@ -367,5 +371,75 @@ func TestDescribes(t *testing.T) {
 	req.Plan = []byte("{")
 	if err := describes(verifier.Verify(req), expect(req)); err != nil {
 		t.Errorf("an undecodable plan: %v", err)
+	}
+}
+
+// TestPluginIssuer: the plugin dials its own token issuer at the request's
+// vault socket (Options.DialIssuer): a genuine reversible cut passes and a
+// forged one fails token-consistency as in process; a socket it cannot
+// dial, and a request that names none, fail the claim saying why.
+func TestPluginIssuer(t *testing.T) {
+	c, _ := grpcPair(t)
+	vs := map[string]vector{}
+	for _, v := range loadVectors(t) {
+		vs[v.Name] = v
+	}
+	if got := agreeInProcess(t, c, vectorRequest(t, vs["good-reversible"])); got.Verdict != receipts.VerdictPass {
+		t.Fatalf("genuine cut: failed %v", got.Failed())
+	}
+	if got := agreeInProcess(t, c, vectorRequest(t, vs["reversible-tokens-swapped-consistently"])); !slices.Equal(got.Failed(), []string{receipts.ClaimTokenConsistent}) {
+		t.Fatalf("forged cut: failed %v", got.Failed())
+	}
+	for _, tc := range []struct {
+		name   string
+		socket string
+		detail string
+	}{
+		{"vault not dialed", filepath.Join(t.TempDir(), "missing.sock"), "token issuer: unavailable"},
+		{"no vault socket", "", "no issuer given"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := vectorRequest(t, vs["good-reversible"])
+			req.VaultSocket = tc.socket
+			v, err := c.Verify(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(v.Failed(), []string{receipts.ClaimTokenConsistent}) {
+				t.Fatalf("failed %v", v.Failed())
+			}
+			if d := v.Claims[4].Detail; !strings.Contains(d, tc.detail) {
+				t.Fatalf("token-consistency %q, want %q", d, tc.detail)
+			}
+		})
+	}
+}
+
+// TestPluginGranted: a host's grant reply (verifier.Granted) crosses to
+// the plugin as its tokens, and answers there as in process.
+func TestPluginGranted(t *testing.T) {
+	c, _ := grpcPair(t)
+	honest := []string{"pcv:abcdefghij:module:qqqqqqqqqqqqqqqqqqqb", "pcv:abcdefghij:team:qqqqqqqqqqqqqqqqqqqb", "pcv:abcdefghij:person:qqqqqqqqqqqqqqqqqqqb"}
+	for _, tc := range []struct {
+		name   string
+		tokens []string
+		pass   bool
+	}{
+		{"the grant", honest, true},
+		{"another order", []string{honest[1], honest[0], honest[2]}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := makeCut(t, sampleParts, cutOptions{Mode: receipts.ModeReversible})
+			req.Issuer, req.Lease = &verifier.Granted{Lease: cuttest.Lease, Tokens: tc.tokens}, cuttest.Lease
+			got := agreeInProcess(t, c, req)
+			if (got.Verdict == receipts.VerdictPass) != tc.pass {
+				t.Fatalf("verdict %s, failed %v", got.Verdict, got.Failed())
+			}
+		})
+	}
+	req := makeCut(t, sampleParts, cutOptions{Mode: receipts.ModeReversible})
+	req.Issuer, req.Lease = &verifier.Granted{Lease: cuttest.Lease, Tokens: make([]string, maxGrantedTokens+1)}, cuttest.Lease
+	if _, err := c.Verify(context.Background(), req); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a grant over the limit: %v", err)
 	}
 }

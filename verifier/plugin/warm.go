@@ -123,7 +123,7 @@ func (w *Warm) verify(ctx context.Context, req verifier.Request) (receipts.Verif
 		return receipts.Verification{}, err
 	}
 	if w.attach != nil {
-		f, err := makeAttachment([nInputs][]byte{req.Source, req.Export, req.Plan, req.Vocabulary, req.Receipts})
+		f, err := makeAttachment(inputsOf(req))
 		if err != nil {
 			return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrInternal, err)
 		}

@@ -56,6 +56,18 @@ func TestWarmServesMany(t *testing.T) {
 			}
 		}
 	}
+	// Every input reaches the plugin, the wire body and the output schema
+	// too: a request whose wire body is not the rendered one gets the same
+	// verdict as in process.
+	wired := reqs[0]
+	wired.Wire, wired.OutputSchema = []byte(`{"model":"m","messages":[]}`), []byte(`{"type":"object"}`)
+	got, err := w.Verify(context.Background(), wired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(verifier.Verify(wired), got); d != "" {
+		t.Fatalf("a request with a wire body: warm plugin and in process differ (-in process +warm):\n%s", d)
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for g := range 16 {

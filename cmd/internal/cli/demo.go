@@ -42,7 +42,11 @@ type demo struct {
 	sock   string
 	p      *pipeline.Pipeline
 	vocabV *pipeline.Vocabulary
-	checks []demoCheck
+	// credential is the file of the stand-in's API key; sends are what
+	// each cut's Send did.
+	credential string
+	sends      []*pipeline.Sent
+	checks     []demoCheck
 }
 
 type demoCheck struct {
@@ -112,10 +116,16 @@ func runDemo(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: standin.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// The stand-in of the OpenAI Chat Completions API checks the demo's
+	// credential, a file of the demo directory read at send time.
+	d.credential = filepath.Join(dir, "credential")
+	if err := os.WriteFile(d.credential, []byte(demoCredential+"\n"), 0o600); err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: standin.New(standin.Options{Credential: demoCredential}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
-	d.model = "http://" + ln.Addr().String() + "/v1/"
+	d.model = "http://" + ln.Addr().String()
 	key, err := d.quiet.evidenceKey("")
 	if err != nil {
 		return err
@@ -172,9 +182,13 @@ func (d *demo) embeddedVault() (stop func(), desc string, err error) {
 // cut runs one reversible cut of the example for the stand-in's mode:
 // plan, prepare (censor, verifier, seal, lease), admit, POST, quarantine.
 func (d *demo) cut(ctx context.Context, mode string, attempt int) (*pipeline.Cut, []byte, receipts.EgressDecision, error) {
+	// The plan sends the cut as an OpenAI Chat Completions request, with
+	// two uses: the first answer of the honest stand-in is a 429.
 	plan, err := d.p.MakePlan(d.vocabV, examples.Projection, pipeline.PlanOptions{
 		Consumer: receipts.Consumer{Kind: "model", ID: "demo-standin"}, Purpose: "dependency-triage",
-		Target: d.model + mode, Mode: receipts.ModeReversible, Now: time.Now(),
+		Target: d.model + "/" + mode + standin.OpenAIPath, Mode: receipts.ModeReversible, Now: time.Now(), MaxUses: 2,
+		Wire: &receipts.Wire{Profile: receipts.WireOpenAIChat, Model: "demo-model", Instruction: string(examples.Instruction),
+			MaxOutputTokens: 4096},
 	}, examples.Schema)
 	if err != nil {
 		return nil, nil, receipts.EgressDecision{}, fmt.Errorf("plan init: %w", err)
@@ -189,7 +203,9 @@ func (d *demo) cut(ctx context.Context, mode string, attempt int) (*pipeline.Cut
 		return nil, nil, receipts.EgressDecision{}, err
 	}
 	defer qf.abort()
-	sent, err := d.p.Send(ctx, cut, pipeline.SendOptions{Timeout: time.Minute, Quarantine: func(a []byte) error { return qf.commit(a) }})
+	sent, err := d.p.Send(ctx, cut, pipeline.SendOptions{Timeout: time.Minute, CredentialFile: d.credential,
+		Quarantine: func(a []byte) error { return qf.commit(a) }})
+	d.sends = append(d.sends, sent)
 	var dec receipts.EgressDecision
 	if sent != nil && len(sent.Decisions) > 0 {
 		dec = sent.Decisions[len(sent.Decisions)-1]
@@ -228,21 +244,36 @@ func (d *demo) check(what string, ok bool, got string) {
 
 func (d *demo) run(ctx context.Context, verifierMode string) error {
 	out := d.c.Stdout
-	// 1. An honest round trip.
-	p, answer, dec, err := d.cut(ctx, standin.Honest, 1)
+	// 1. An honest round trip, whose first try the stand-in answers 429.
+	p, answer, _, err := d.cut(ctx, standin.RateLimited+"-1", 1)
 	if err != nil {
 		return err
 	}
+	sent := d.sends[len(d.sends)-1]
 	fmt.Fprintln(out, "1. What was disclosed — the export, byte for byte (owner values are vault tokens):")
 	printExport(&Cmd{Env: Env{Stdout: indent(out)}}, p.Export)
 	fmt.Fprintf(out, "   export %s, %d bytes; %s owner spans replaced (%d distinct values)\n\n",
 		p.ExportDigest, len(p.Export), summary(p.Stats.OwnerSpans), p.Stats.Values)
-	fmt.Fprintf(out, "2. Independent verification (%s, %s): %s —", p.Verification.Verifier, verifierMode, p.Verification.Verdict)
+	fmt.Fprintf(out, "2. Independent verification (%s, %s): %s\n", p.Verification.Verifier, verifierMode, p.Verification.Verdict)
 	for _, cl := range p.Verification.Claims {
-		fmt.Fprintf(out, " %s:%v", cl.Name, cl.OK)
+		mark := "holds"
+		if !cl.OK {
+			mark = "FAILS"
+		}
+		fmt.Fprintf(out, "   %-18s %s\n", cl.Name, mark)
 	}
-	fmt.Fprintf(out, "\n\n3. Seal and egress: seal %s; admitted use %d of %d to %s (consumer %s); lease %s\n\n",
-		p.Seal.EventID, dec.Use, dec.MaxUses, p.Plan.Target, p.Plan.Consumer, p.Lease)
+	fmt.Fprintf(out, "\n3. Seal and egress: seal %s; the sealed request is an OpenAI Chat Completions body of %d bytes (%s),\n",
+		p.Seal.EventID, sent.Bytes, sent.BodyDigest)
+	fmt.Fprintf(out, "   sent to %s for consumer %s, at most %d times; lease %s\n", p.Plan.Target, p.Plan.Consumer, p.Plan.MaxUses, p.Lease)
+	for i, t := range sent.Tries {
+		fmt.Fprintf(out, "   try %d: decision %s, use %d: HTTP %d (%s)\n", i+1, t.Decision, t.Use, t.Status, t.Outcome)
+	}
+	d.check("the stand-in's 429 was answered by redelivering the same sealed bytes under a fresh decision",
+		len(sent.Tries) == 2 && sent.Tries[0].Status == http.StatusTooManyRequests && sent.Tries[1].Status == http.StatusOK &&
+			len(sent.Decisions) == 2 && sent.Decisions[0].EventID != sent.Decisions[1].EventID &&
+			sent.Decisions[0].BodyDigest == sent.Decisions[1].BodyDigest,
+		fmt.Sprintf("%d tries", len(sent.Tries)))
+	fmt.Fprintln(out)
 	fmt.Fprintf(out, "4. What came back (quarantined, %s):\n   %s\n", receipts.SHA256(answer), bytes.TrimSpace(answer))
 	doc, err := d.rehydrate(ctx, p, answer)
 	if err != nil {
@@ -378,3 +409,7 @@ func (i *indenter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// demoCredential is the API key the demo's stand-in expects: a fake, in
+// a file of the demo directory, as a real one would be.
+const demoCredential = "sk-demo-not-a-real-key"

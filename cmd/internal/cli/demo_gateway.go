@@ -48,19 +48,16 @@ func (d *demo) runGateway(ctx context.Context, verifierMode string) error {
 	if err != nil {
 		return err
 	}
-	msgs := make([]map[string]string, len(texts))
-	for i, t := range texts {
-		msgs[i] = map[string]string{"role": "user", "content": t}
+	msgs := []map[string]string{{"role": "system", "content": string(examples.Instruction)}}
+	for _, t := range texts {
+		msgs = append(msgs, map[string]string{"role": "user", "content": t})
 	}
 	body, _ := json.Marshal(map[string]any{"model": demoRoute, "messages": msgs})
-	fmt.Fprintf(out, "1. The gateway serves route %s (approved by a reviewer's key, reversible, to the stand-in) on\n   %s\n\n", demoRoute, sock)
+	fmt.Fprintf(out, "1. The gateway serves route %s (approved by a reviewer's key: reversible, openai-chat@1 to the stand-in,\n   whose first answer is a 429) on %s\n\n", demoRoute, sock)
 	fmt.Fprintln(out, "2. A runtime's request, as an OpenAI client sends it (POST /v1/chat/completions):")
-	fmt.Fprintf(out, "   {\"model\":%q,\"messages\":[", demoRoute)
-	for i, t := range texts {
-		if i > 0 {
-			fmt.Fprint(out, ",")
-		}
-		fmt.Fprintf(out, "{\"role\":\"user\",\"content\":\"%s… (%d bytes)\"}", firstWords(t), len(t))
+	fmt.Fprintf(out, "   {\"model\":%q,\"messages\":[{\"role\":\"system\",\"content\":\"<the route's instruction>\"}", demoRoute)
+	for _, t := range texts {
+		fmt.Fprintf(out, ",{\"role\":\"user\",\"content\":\"%s… (%d bytes)\"}", firstWords(t), len(t))
 	}
 	fmt.Fprintln(out, "]}")
 	status, reply, err := demoPost(ctx, hc, body)
@@ -90,6 +87,7 @@ func (d *demo) runGateway(ctx context.Context, verifierMode string) error {
 	for _, dec := range res.Decisions {
 		fmt.Fprintf(out, "   admitted use %d of %d to %s, body %s,\n", dec.Use, dec.MaxUses, dec.Target, dec.BodyDigest)
 	}
+	fmt.Fprintln(out, "   (the first delivery was answered 429: the same sealed bytes were redelivered under a new decision)")
 	lease := ""
 	if res.Lease != nil {
 		lease = *res.Lease
@@ -105,7 +103,9 @@ func (d *demo) runGateway(ctx context.Context, verifierMode string) error {
 	}
 	d.check("the front door's answer is rehydrated and the lease consumed",
 		res.LeaseState == "CONSUMED" && len(subs) > 0 && strings.Contains(content, "git.corp.example/payments/ledger"), res.LeaseState)
-	d.check("the request was admitted once, within max_uses", len(res.Decisions) == 1 && res.Decisions[0].Admit && res.Decisions[0].Use <= res.Decisions[0].MaxUses, "")
+	d.check("the 429 was redelivered: two admissions of the same bytes, within max_uses",
+		len(res.Decisions) == 2 && res.Decisions[1].Use == 2 && res.Decisions[1].Use <= res.Decisions[1].MaxUses &&
+			res.Decisions[0].BodyDigest == res.Decisions[1].BodyDigest && res.BodyDigest == res.Decisions[0].BodyDigest, "")
 
 	// Prose in a message: refused whole, nothing sent.
 	msgs = append(msgs, map[string]string{"role": "user", "content": "please also look at our ledger service\n"})
@@ -122,7 +122,7 @@ func (d *demo) runGateway(ctx context.Context, verifierMode string) error {
 		} `json:"error"`
 	}
 	json.Unmarshal(reply, &e)
-	fmt.Fprintf(out, "\n5. The same request with a line of prose added as a fourth message: HTTP %d, error code %s, param %s\n",
+	fmt.Fprintf(out, "\n5. The same request with a line of prose added as a last message: HTTP %d, error code %s, param %s\n",
 		status, e.Error.Code, e.Error.Param)
 	d.check("prose at the front door is refused UNCOVERED_TEXT, naming the message, echoing nothing",
 		status == http.StatusUnprocessableEntity && e.Error.Code == string(receipts.UncoveredText) &&
@@ -160,7 +160,9 @@ func (d *demo) startGateway(ctx context.Context, verifierMode string) (*gateway.
 	}
 	schemaDigest := sch.Digest()
 	r := map[string]any{"schema": "DisclosureRoute@1", "name": demoRoute, "consumer": map[string]any{"kind": "model", "id": "demo-standin"},
-		"purpose": "dependency-triage", "target": d.model + standin.Honest, "mode": "reversible",
+		"purpose": "dependency-triage", "target": d.model + "/" + standin.RateLimited + "-1" + standin.OpenAIPath, "mode": "reversible",
+		"wire": map[string]any{"profile": receipts.WireOpenAIChat, "model": "demo-model", "instruction": string(examples.Instruction),
+			"max_output_tokens": 4096},
 		"categories":        map[string]any{"allowed": route.Categories()[:7], "prohibited": []string{"credential"}},
 		"vocabulary_digest": v.Digest(), "output_schema_digest": schemaDigest, "max_uses": 2, "max_lifetime_s": 600,
 		"threat_model": "remote-model-honest-but-curious", "retention": "no-retention",
@@ -176,7 +178,7 @@ func (d *demo) startGateway(ctx context.Context, verifierMode string) (*gateway.
 	cfg := map[string]any{"schema": "Gateway@1",
 		"listen": map[string]any{"unix": "run/gateway.sock"}, "vault": d.sock, "trust": []string{"reviewers.vkeys"},
 		"evidence_key": filepath.Join(d.dir, "evidence.key"), "journal": filepath.Join(d.dir, "journal.jsonl"),
-		"routes": []any{map[string]any{"note": "route.note", "vocabulary": d.vocab, "schema": d.schema,
+		"routes": []any{map[string]any{"note": "route.note", "vocabulary": d.vocab, "schema": d.schema, "credential_file": d.credential,
 			"front_door": map[string]any{"kind": "block", "lineage": []string{lineage},
 				"label": map[string]any{"class": "private", "weight": 3, "categories": []string{"owner.module"},
 					"subjects": []string{"ns/payments"}, "parents": []string{lineage}, "handling": []string{}}}}},

@@ -61,8 +61,9 @@ type buildError struct{ out string }
 func (e *buildError) Error() string { return "go build: " + e.out }
 
 // TestDemo: `cut demo`, the README's main job, passes on this machine: a
-// reversible round trip with an embedded vault and every adversarial answer
-// refused for its reason.
+// reversible round trip with an embedded vault over openai-chat@1, one
+// redelivery after a 429, and every adversarial answer refused for its
+// reason.
 func TestDemo(t *testing.T) {
 	cut, _ := buildBinaries(t)
 	cmd := exec.Command(cut, "demo")
@@ -73,8 +74,9 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("cut demo: %v\n%s\n%s", err, out.String(), errb.String())
 	}
 	s := out.String()
-	for _, want := range []string{"profile accepted", "verification (verifier/1, plugin): pass", "LEASE_NOT_ACTIVE",
-		"TOKEN_NOT_ISSUED at $.findings[0].owner_module", "TOKEN_WRONG_PATH at $.findings[0].action", "7 of 7 checks behaved as expected"} {
+	for _, want := range []string{"profile accepted", "verification (verifier/1, plugin): pass", "wire-match         holds",
+		"use 1: HTTP 429 (rate-limited)", "use 2: HTTP 200 (ok)", "LEASE_NOT_ACTIVE",
+		"TOKEN_NOT_ISSUED at $.findings[0].owner_module", "TOKEN_WRONG_PATH at $.findings[0].action", "8 of 8 checks behaved as expected"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, s)
 		}

@@ -30,8 +30,8 @@ func TestDemoGateway(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []string{"profile accepted", "verification pass", "now CONSUMED", "chat.completion chatcmpl-",
-		`"owner_module":"git.corp.example/payments/ledger"`, "error code UNCOVERED_TEXT, param messages[3].content",
-		"3 of 3 checks behaved as expected"} {
+		`"owner_module":"git.corp.example/payments/ledger"`, "error code UNCOVERED_TEXT, param messages[4].content",
+		"the 429 was redelivered", "3 of 3 checks behaved as expected"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, s)
 		}

@@ -9,16 +9,18 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/privacycut/privacycut/censor"
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/wire"
 )
 
 func init() {
 	registerGroup("plan", "write a DisclosurePlan@1")
-	register(&command{name: "plan init", synopsis: "--vocab V (--route NOTE --trust KEYS… | --consumer KIND:ID --purpose P --target URL [--mode M] [--max-uses N] [--allow CATS] [--remote-deadline D] [--return-window D] [--station NAME] [--max-parents N]) [--schema S] [--expires D] [-o F] PROJ",
+	register(&command{name: "plan init", synopsis: "--vocab V (--route NOTE --trust KEYS… | --consumer KIND:ID --purpose P --target URL [--mode M] [--max-uses N] [--allow CATS] [--remote-deadline D] [--return-window D] [--station NAME] [--max-parents N] [--wire P --model M --instruction-file F [--max-output-tokens N]]) [--schema S] [--expires D] [-o F] PROJ",
 		summary: "write the DisclosurePlan@1 of a projection", run: runPlanInit})
 }
 
@@ -39,6 +41,10 @@ func runPlanInit(ctx context.Context, c *Cmd, args []string) error {
 	window := fs.Duration("return-window", time.Hour, "reversible: how long a return may wait for rehydration")
 	station := fs.String("station", "local", "reversible: the station allowed to rehydrate")
 	keyPath := fs.String("evidence-key", "", "evidence key `file`")
+	wireProfile := fs.String("wire", "", "wire `profile` the export is sent as: export@1 (default), openai-chat@1 or anthropic-messages@1")
+	model := fs.String("model", "", "the provider's `model` (openai-chat@1, anthropic-messages@1)")
+	instructionFile := fs.String("instruction-file", "", "`file` whose bytes are the instruction: public text, valid UTF-8 (the system message)")
+	maxTokens := fs.Int("max-output-tokens", 4096, "the answer's token ceiling (openai-chat@1, anthropic-messages@1)")
 	rf := addRouteFlags(fs)
 	pos, err := c.parse(fs, args)
 	if err != nil {
@@ -66,6 +72,9 @@ func runPlanInit(ctx context.Context, c *Cmd, args []string) error {
 	opt := censor.PlanOptions{Consumer: receipts.Consumer{Kind: kind, ID: id}, Purpose: *purpose, Target: *target,
 		Mode: *mode, Expires: *expires, Now: time.Now(), MaxUses: *maxUses, MaxParents: *maxParents,
 		RemoteDeadline: *remote, ReturnWindow: *window, Station: *station}
+	if opt.Wire, err = planWire(*wireProfile, *model, *instructionFile, *maxTokens); err != nil {
+		return err
+	}
 	if *allow != "" {
 		for _, name := range strings.Split(*allow, ",") {
 			cat, ok := grammar.ParseCategory([]byte(strings.TrimSpace(name)))
@@ -108,12 +117,13 @@ func runPlanInit(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return c.pipelineError(false, err)
 	}
+	c.sayStrictness(plan, schema)
 	return c.writePlan(plan, *out)
 }
 
 // planShaping are the flags of plan init that a route fixes.
 var planShaping = []string{"consumer", "purpose", "target", "mode", "max-uses", "max-parents", "allow",
-	"remote-deadline", "return-window", "station"}
+	"remote-deadline", "return-window", "station", "wire", "model", "instruction-file", "max-output-tokens"}
 
 // planFromRoute is plan init --route: the plan of the projection made from
 // an approved route, with --expires as its lifetime (default: the route's
@@ -186,4 +196,55 @@ func (c *Cmd) writePlan(plan *pipeline.Plan, out string) error {
 		return err
 	}
 	return os.WriteFile(out, b, 0o600)
+}
+
+// planWire is the wire of plan init's flags: nil for export@1 (or none).
+func planWire(profile, model, instructionFile string, maxTokens int) (*receipts.Wire, error) {
+	switch profile {
+	case "", receipts.WireExport:
+		if model != "" || instructionFile != "" {
+			return nil, usagef("--model and --instruction-file are for --wire openai-chat@1 or anthropic-messages@1")
+		}
+		if profile == "" {
+			return nil, nil
+		}
+		return &receipts.Wire{Profile: receipts.WireExport}, nil
+	case receipts.WireOpenAIChat, receipts.WireAnthropicMessages:
+	default:
+		return nil, usagef("--wire is one of export@1, openai-chat@1, anthropic-messages@1")
+	}
+	if model == "" || instructionFile == "" {
+		return nil, usagef("--wire %s needs --model and --instruction-file", profile)
+	}
+	if maxTokens < 1 {
+		return nil, usagef("--max-output-tokens must be positive")
+	}
+	text, err := readFileCapped(instructionFile, 64<<10)
+	if err != nil {
+		return nil, fmt.Errorf("read instruction: %w", err)
+	}
+	if !utf8.Valid(text) {
+		return nil, usagef("--instruction-file is not valid UTF-8 (the instruction is public text, sent as it is)")
+	}
+	return &receipts.Wire{Profile: profile, Model: model, Instruction: string(text), MaxOutputTokens: maxTokens}, nil
+}
+
+// sayStrictness tells, for a plan of a provider profile, whether its
+// output schema is sent as strict, and if not why: a schema a provider
+// would reject in strict mode is never sent as strict.
+func (c *Cmd) sayStrictness(plan *pipeline.Plan, schema []byte) {
+	f := plan.Fields()
+	if f.WireProfile() == receipts.WireExport || schema == nil {
+		return
+	}
+	s, err := wire.ParseSchema(schema)
+	if err != nil {
+		return
+	}
+	st := s.Strictness()
+	if st.Strict {
+		c.hintf("the output schema meets the providers' strict rules: it is sent with strict true")
+		return
+	}
+	c.hintf("the output schema is sent with strict false: %s", st)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,7 +121,7 @@ func TestVerifyMalformedBundle(t *testing.T) {
 				}
 				var v receipts.Verification
 				decodeStrict(t, out, &v)
-				if v.Verdict != "fail" || len(v.Failed()) != len(v.Claims) || len(v.Claims) != 8 {
+				if v.Verdict != "fail" || len(v.Failed()) != len(v.Claims) || len(v.Claims) != 9 {
 					t.Fatalf("verdict %+v", v)
 				}
 			}
@@ -322,7 +324,8 @@ func TestSendLoopback(t *testing.T) {
 }
 
 // TestSendNoRedirect: a target that redirects does not get the body sent
-// on; cut reports the redirect status and nothing reaches the second host.
+// on; cut reports the redirect status, the answer is not usable
+// (UPSTREAM_FAILED, exit 1) and nothing reaches the second host.
 func TestSendNoRedirect(t *testing.T) {
 	var hits int
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
@@ -332,10 +335,10 @@ func TestSendNoRedirect(t *testing.T) {
 	}))
 	defer srv.Close()
 	e, proj, plan := cutEnv(t, srv.URL+"/")
-	code, _, errb := e.run(t, "send", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess",
+	code, out, errb := e.run(t, "send", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess",
 		"--quarantine", filepath.Join(e.dir, "q.json"), proj)
-	if code != ExitError || hits != 0 || !bytes.Contains(errb, []byte("HTTP 307")) {
-		t.Fatalf("exit %d, hits %d, stderr %s", code, hits, errb)
+	if code != ExitError || hits != 0 || !bytes.Contains(out, []byte("HTTP 307")) || !bytes.Contains(errb, []byte("UPSTREAM_FAILED (redirect)")) {
+		t.Fatalf("exit %d, hits %d\n%s\n%s", code, hits, out, errb)
 	}
 }
 
@@ -435,5 +438,52 @@ func TestVerifyReadsBundleAsWritten(t *testing.T) {
 				t.Fatalf("failed %v, want %q", v.Failed(), tc.claim)
 			}
 		})
+	}
+}
+
+// TestSendUseCeilingAcrossProcesses: three cut send processes of one
+// --max-uses 1 plan, run at once against one journal, admit once in
+// total: one sends (exit 0), the others are refused LIMIT_EXCEEDED (exit
+// 3), and the target receives one request.
+func TestSendUseCeilingAcrossProcesses(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ranking":[]}`)
+	}))
+	defer srv.Close()
+	e, proj, plan := cutEnv(t, srv.URL+"/v1/answer")
+	codes := make([]int, 3)
+	outs := make([][]byte, 3)
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Go(func() {
+			cmd := exec.Command(exe, "send", "--vocab", e.vocab, "--plan", plan, "--verifier", "inprocess", "--json",
+				"--quarantine", filepath.Join(e.dir, fmt.Sprintf("q%d.json", i)), proj)
+			cmd.Env = append(os.Environ(), asEnv+"=cut", "HOME="+e.dir,
+				"PRIVACYCUT_EVIDENCE_KEY="+filepath.Join(e.dir, "evidence.key"), "PRIVACYCUT_JOURNAL="+e.journal)
+			outs[i], _ = cmd.Output()
+			codes[i] = cmd.ProcessState.ExitCode()
+		})
+	}
+	wg.Wait()
+	sent, refused := 0, 0
+	for i, c := range codes {
+		switch {
+		case c == ExitOK:
+			sent++
+		case c == ExitRefused && bytes.Contains(outs[i], []byte(`"code":"LIMIT_EXCEEDED"`)):
+			refused++
+		default:
+			t.Errorf("process %d: exit %d\n%s", i, c, outs[i])
+		}
+	}
+	if sent != 1 || refused != 2 || hits.Load() != 1 {
+		t.Fatalf("%d sent, %d refused, %d requests received; want 1, 2, 1", sent, refused, hits.Load())
 	}
 }

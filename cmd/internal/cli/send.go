@@ -9,12 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/privacycut/privacycut/egress"
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
 )
 
 func init() {
-	register(&command{name: "send", synopsis: "--vocab V --plan P [--route NOTE --trust KEYS…] [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [--schema S] [--quarantine F] [--timeout D] [--json] PROJ",
+	register(&command{name: "send", synopsis: "--vocab V --plan P [--route NOTE --trust KEYS…] [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [--schema S] [--credential-file F] [--quarantine F] [--timeout D] [--json] PROJ",
 		summary: "prepare, seal, admit and send the sealed bytes; quarantine the answer, rehydrate it", run: runSend})
 }
 
@@ -25,6 +26,7 @@ const MaxAnswerBytes = pipeline.MaxAnswerBytes
 // and the rehydration or its refusal.
 type sendResult struct {
 	Decisions  []receipts.EgressDecision `json:"decisions"`
+	Tries      []egress.Try              `json:"tries"`
 	Target     string                    `json:"target"`
 	Bytes      int                       `json:"bytes"`
 	BodyDigest string                    `json:"body_digest"`
@@ -35,13 +37,22 @@ type sendResult struct {
 	LeaseState string                    `json:"lease_state,omitempty"`
 	Rehydrated *pipeline.Rehydrated      `json:"rehydrated,omitempty"`
 	Refusal    *receipts.RefusalDocument `json:"refusal,omitempty"`
+	Upstream   *upstreamOut              `json:"upstream,omitempty"`
+}
+
+// upstreamOut is an answer that could not be used (exit 1).
+type upstreamOut struct {
+	Code   receipts.Code `json:"code"`
+	Status int           `json:"status"`
+	Reason string        `json:"reason"`
 }
 
 func runSend(ctx context.Context, c *Cmd, args []string) error {
 	f, fs := c.prepareFlags("send")
 	schemaPath := fs.String("schema", "", "output schema `file`: rehydrate the answer inside vaultd (reversible cuts)")
 	quarantine := fs.String("quarantine", "", "write the answer to `file` (default under $XDG_STATE_HOME/privacycut/quarantine)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "HTTP timeout")
+	timeout := fs.Duration("timeout", egress.DefaultTryTimeout, "bound of one delivery try, connection to the answer's last byte")
+	credential := fs.String("credential-file", "", "provider credential `file` (0600, yours; default $PRIVACYCUT_CREDENTIAL_FILE), read at send time")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -85,13 +96,17 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 		return err
 	}
 	defer qf.abort()
-	sent, serr := p.Send(ctx, cut, pipeline.SendOptions{Timeout: *timeout, Rehydrate: schema != nil,
+	cred := *credential
+	if cred == "" {
+		cred = c.Getenv("PRIVACYCUT_CREDENTIAL_FILE")
+	}
+	sent, serr := p.Send(ctx, cut, pipeline.SendOptions{Timeout: *timeout, Rehydrate: schema != nil, CredentialFile: cred,
 		Quarantine: func(answer []byte) error { return qf.commit(answer) }})
 	res := sendResult{Lease: nil}
 	if sent != nil {
-		res = sendResult{Decisions: sent.Decisions, Target: sent.Target, Bytes: sent.Bytes, BodyDigest: sent.BodyDigest,
-			Status: sent.Status, LeaseState: sent.LeaseState, Rehydrated: sent.Rehydrated}
-		if sent.Status != 0 {
+		res = sendResult{Decisions: sent.Decisions, Tries: sent.Tries, Target: sent.Target, Bytes: sent.Bytes,
+			BodyDigest: sent.BodyDigest, Status: sent.Status, LeaseState: sent.LeaseState, Rehydrated: sent.Rehydrated}
+		if sent.Answer != nil {
 			res.Quarantine, res.Answer = qpath, receipts.SHA256(sent.Answer)
 		}
 		if sent.Lease != "" {
@@ -106,6 +121,10 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 			c.errorf("%s: plan field %s does not hold", c.name, re.Field)
 		}
 	}
+	var ue *pipeline.UpstreamError
+	if errors.As(serr, &ue) {
+		res.Upstream = &upstreamOut{Code: ue.Code, Status: ue.Status, Reason: ue.Reason}
+	}
 	if f.asJSON {
 		if err := c.printJSON(res); err != nil {
 			return err
@@ -116,6 +135,10 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 	switch {
 	case re != nil:
 		return &refusedError{len(re.Document.Reasons)}
+	case ue != nil:
+		// An unusable answer is an operational failure (exit 1), with its
+		// code.
+		return fmt.Errorf("%s (%s): the target gave no usable answer", ue.Code, ue.Reason)
 	case serr != nil:
 		return serr
 	}
@@ -131,12 +154,22 @@ func (c *Cmd) printSent(r *sendResult) {
 			fmt.Fprintf(c.Stdout, "not admitted: %s %s, decision %s\n", d.Code, d.Reason, d.EventID)
 		}
 	}
-	if r.Bytes > 0 {
-		fmt.Fprintf(c.Stdout, "sent: %d bytes (%s) to %s", r.Bytes, r.BodyDigest, r.Target)
-		if r.Status != 0 {
-			fmt.Fprintf(c.Stdout, ", HTTP %d", r.Status)
+	for i, t := range r.Tries {
+		status := "no response"
+		if t.Status != 0 {
+			status = fmt.Sprintf("HTTP %d", t.Status)
+		}
+		fmt.Fprintf(c.Stdout, "sent: try %d, %d bytes (%s) to %s: %s, %s", i+1, r.Bytes, r.BodyDigest, r.Target, status, t.Outcome)
+		if t.WaitedMS > 0 {
+			fmt.Fprintf(c.Stdout, " (after waiting %s)", time.Duration(t.WaitedMS)*time.Millisecond)
 		}
 		fmt.Fprintln(c.Stdout)
+	}
+	if len(r.Tries) == 0 {
+		fmt.Fprintf(c.Stdout, "not sent: %d bytes (%s) were sealed for %s\n", r.Bytes, r.BodyDigest, r.Target)
+	}
+	if r.Upstream != nil {
+		fmt.Fprintf(c.Stdout, "upstream failed: %s (%s)\n", r.Upstream.Code, r.Upstream.Reason)
 	}
 	if r.Quarantine != "" {
 		fmt.Fprintf(c.Stdout, "quarantined: %s (%s)\n", r.Quarantine, r.Answer)

@@ -62,6 +62,11 @@ type Options struct {
 	// the cut (counting from 0) in place of tok, the honest one: a cut whose
 	// digests and receipts are all bound to those tokens.
 	Token func(occ int, tok string) string
+	// Wire is the plan's wire profile; nil is export@1. A provider profile
+	// needs Schema, the output schema document, whose digest the plan
+	// then binds; the cut carries the wire body rendered (WireBody).
+	Wire   *receipts.Wire
+	Schema []byte
 }
 
 // Cut is a cut's inputs to the verifier.
@@ -72,6 +77,34 @@ type Cut struct {
 	Vocabulary     []byte
 	Receipts       []byte
 	Key            *receipts.EvidenceKey
+	// The wire body and the output schema of a provider profile, nil for
+	// export@1.
+	Wire, OutputSchema []byte
+	// For a reversible cut: the lease its tokens were issued under (Lease),
+	// and the token issued for each (category, value as it reads): the
+	// honest tokens, whatever Options.Token wrote.
+	Lease  string
+	Issued map[[2]string]string
+	// Of a vector's reversible cut: the namespace and namespace key its
+	// tokens were issued under, from which a stand-in for the vault
+	// recomputes them (Issued is nil then).
+	Namespace    string
+	NamespaceKey []byte
+}
+
+// Lease is the lease of the reversible cuts built here.
+const Lease = "pcl:cuttestcuttestcuttestcut"
+
+// unescape reads an owner value as written between its quotes.
+func unescape(raw string) string {
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '\\' && i+1 < len(raw) {
+			i++
+		}
+		b.WriteByte(raw[i])
+	}
+	return b.String()
 }
 
 // Make builds an honest irreversible (or reversible, with fixed tokens)
@@ -114,6 +147,7 @@ func Make(t testing.TB, parts []Part, opt Options) Cut {
 
 	// Censor by scanning for ` owner.<cat>="…"`.
 	seen := map[string]map[string]string{}
+	issued := map[[2]string]string{}
 	occ := 0
 	counts := map[string]int{}
 	texts := make([]string, len(parts))
@@ -148,6 +182,7 @@ func Make(t testing.TB, parts []Part, opt Options) Cut {
 					tok = "redacted:" + cat + ":" + strconv.Itoa(n)
 				}
 				seen[cat][text[s:e]] = tok
+				issued[[2]string{cat, unescape(text[s:e])}] = tok
 			}
 			if opt.Token != nil {
 				tok = opt.Token(occ, tok)
@@ -213,6 +248,13 @@ func Make(t testing.TB, parts []Part, opt Options) Cut {
 		plan.RemoteDeadlineS, plan.ReturnWindowS, plan.Station = 600, 3600, "station-1"
 		plan.OutputSchemaDigest = receipts.SHA256([]byte(`{"type":"object"}`))
 	}
+	if opt.Wire != nil {
+		w := *opt.Wire
+		plan.Wire = &w
+	}
+	if opt.Schema != nil {
+		plan.OutputSchemaDigest = receipts.SHA256(must(canon.Canonicalize(opt.Schema)))
+	}
 	if opt.Plan != nil {
 		opt.Plan(&plan)
 	}
@@ -238,10 +280,18 @@ func Make(t testing.TB, parts []Part, opt Options) Cut {
 		Operations: []receipts.Operation{{Op: "drop-metadata", Category: "part", Count: len(parts)}},
 		Terminal:   true, ExportDigest: ed,
 	}
-	return Cut{
+	cut := Cut{
 		Source: source, Export: export, ExportDigest: ed, Plan: planJSON, Vocabulary: []byte(Vocab),
 		Receipts: must(canon.Marshal([]receipts.TransformationReceipt{r0, r1})), Key: key,
 	}
+	if opt.Mode == receipts.ModeReversible {
+		cut.Lease, cut.Issued = Lease, issued
+	}
+	if w := plan.Wire; w != nil && opt.Schema != nil && (w.Profile == receipts.WireOpenAIChat || w.Profile == receipts.WireAnthropicMessages) {
+		cut.Wire = WireBody(t, plan.Wire, texts, opt.Schema)
+		cut.OutputSchema = opt.Schema
+	}
+	return cut
 }
 
 func must(b []byte, err error) []byte {

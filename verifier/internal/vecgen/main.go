@@ -9,8 +9,12 @@
 // One txtar file per vector (written here without a txtar library). Its comment starts with "expect: pass" or
 // "expect: fail <claim>[,<claim>…]"; its files are source.json,
 // export.json, export_digest, plan.json, vocab.json, receipts.json, key.hex
-// and now. Each file holds its data followed by one LF that is not part of
-// the data.
+// and now; for a provider wire profile wire.json (the wire body) and
+// schema.json (the output schema document); for a reversible cut lease (the
+// lease id) and issuer (the namespace and, in hex, the namespace key the
+// tokens were issued under: what a test's stand-in for the vault needs to
+// answer whether a token was issued for a value). Each file holds its data
+// followed by one LF that is not part of the data.
 //
 // Usage:
 //
@@ -47,8 +51,11 @@ func main() {
 		// the file's data and one LF.
 		var a bytes.Buffer
 		a.WriteString(v.expect + "\n# " + v.about + "\n")
-		for _, name := range []string{"source.json", "export.json", "export_digest", "plan.json", "vocab.json", "receipts.json", "key.hex", "now"} {
-			data := v.files[name]
+		for _, name := range []string{"source.json", "export.json", "export_digest", "plan.json", "vocab.json", "receipts.json", "key.hex", "now", "wire.json", "schema.json", "lease", "issuer"} {
+			data, ok := v.files[name]
+			if !ok {
+				continue // the wire files of a provider profile, the issuer of a reversible cut
+			}
 			if strings.HasPrefix(data, "-- ") || strings.Contains(data, "\n-- ") {
 				log.Fatalf("vecgen: %s of %s holds a txtar marker", name, v.name)
 			}
@@ -79,6 +86,7 @@ var (
 	nsKey       = randBytes(32)
 	b32         = base32.StdEncoding.WithPadding(base32.NoPadding)
 	namespace   = strings.ToLower(b32.EncodeToString(randBytes(7)))[:10]
+	leaseID     = "pcl:" + strings.ToLower(b32.EncodeToString(randBytes(17)))[:26]
 )
 
 const (
@@ -130,6 +138,81 @@ var parts = []part{
 const joinedLabel = `{"categories":["owner.module","owner.team"],"class":"private","handling":["no-train"],"parents":["` + parentA + `","` + parentB + `"],"subjects":["ns/payments"],"weight":3}`
 
 var categoryOrder = []string{"module", "package", "function", "file", "team", "person", "host"}
+
+// The output schema of the wire vectors, as given (its rehydration marking
+// never leaves), and S′, written by hand in canonical form.
+const schemaJSON = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["findings"],
+  "properties": {
+    "findings": {
+      "type": "array",
+      "maxItems": 20,
+      "items": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["owner_module", "advice"],
+        "properties": {
+          "owner_module": {"type": "string", "maxLength": 128,
+            "x-privacycut-rehydrate": {"category": "module", "purpose": "vulnerability triage", "max": 20}},
+          "advice": {"type": "string", "maxLength": 2000}
+        }
+      }
+    }
+  }
+}`
+
+const schemaPrime = `{"additionalProperties":false,"properties":{"findings":{"items":{"additionalProperties":false,` +
+	`"properties":{"advice":{"maxLength":2000,"type":"string"},"owner_module":{"maxLength":128,"type":"string"}},` +
+	`"required":["owner_module","advice"],"type":"object"},"maxItems":20,"type":"array"}},"required":["findings"],"type":"object"}`
+
+const instruction = "You triage dependency vulnerabilities.\nRank the findings by severity and answer with the schema."
+
+// wireSpec is a plan's wire and the schema its body is rendered with.
+type wireSpec struct {
+	profile, model, instruction string
+	maxTokens                   int
+	schema                      string // the schema document as given
+	sPrime                      string // S′, by hand, canonical
+	strict                      bool
+}
+
+func openAI() wireSpec {
+	return wireSpec{"openai-chat@1", "gpt-4o-2024-08-06", instruction, 2048, schemaJSON, schemaPrime, true}
+}
+
+func anthropic() wireSpec {
+	return wireSpec{"anthropic-messages@1", "claude-sonnet-4-5", instruction, 2048, schemaJSON, schemaPrime, true}
+}
+
+// body writes the wire body of w for the export texts, members in
+// canonical order by hand.
+func (w *wireSpec) body(texts []string) string {
+	var b strings.Builder
+	switch w.profile {
+	case "openai-chat@1":
+		b.WriteString(`{"max_completion_tokens":` + strconv.Itoa(w.maxTokens) + `,"messages":[{"content":` + jstr(w.instruction) + `,"role":"system"}`)
+		for _, t := range texts {
+			b.WriteString(`,{"content":` + jstr(t) + `,"role":"user"}`)
+		}
+		b.WriteString(`],"model":` + jstr(w.model) + `,"response_format":{"json_schema":{"name":"answer","schema":` + w.sPrime +
+			`,"strict":` + strconv.FormatBool(w.strict) + `},"type":"json_schema"}}`)
+	case "anthropic-messages@1":
+		b.WriteString(`{"max_tokens":` + strconv.Itoa(w.maxTokens) + `,"messages":[{"content":[`)
+		for i, t := range texts {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"text":` + jstr(t) + `,"type":"text"}`)
+		}
+		b.WriteString(`],"role":"user"}],"model":` + jstr(w.model) + `,"system":` + jstr(w.instruction) +
+			`,"tool_choice":{"name":"answer","type":"tool"},"tools":[{"input_schema":` + w.sPrime + `,"name":"answer"}]}`)
+	default:
+		log.Fatalf("vecgen: no body for %s", w.profile)
+	}
+	return mustCanonical(b.String())
+}
 
 // ---------------------------------------------------------------------------
 // Encoding by hand.
@@ -280,6 +363,8 @@ type bundle struct {
 	exportDig   string
 	receipts    []string
 	receiptsDoc string
+	wire        *wireSpec // nil: export@1
+	wireBody    string
 }
 
 func exportOf(texts []string) string {
@@ -322,11 +407,25 @@ func manifestOf() string {
 }
 
 func planOf(mode, consumerID, target string) string {
+	return planWith(mode, consumerID, target, nil)
+}
+
+// planWith is the plan of a cut sent as w (nil: export@1).
+func planWith(mode, consumerID, target string, w *wireSpec) string {
 	rev := func(field string) string {
 		if mode == "reversible" {
 			return field
 		}
 		return ""
+	}
+	schemaDigest := `"output_schema_digest":"sha256:3333333333333333333333333333333333333333333333333333333333333333",`
+	wire := ""
+	if w != nil {
+		schemaDigest = `"output_schema_digest":` + jstr(sha(canonical(w.schema))) + `,`
+		wire = `,"wire":{"instruction":` + jstr(w.instruction) + `,"max_output_tokens":` + strconv.Itoa(w.maxTokens) +
+			`,"model":` + jstr(w.model) + `,"profile":` + jstr(w.profile) + `}`
+	} else {
+		schemaDigest = rev(schemaDigest)
 	}
 	doc := `{"categories":{"allowed":["module","package","team","person","host"],"prohibited":["credential"]},` +
 		`"consumer":{"id":` + jstr(consumerID) + `,"kind":"service"},` +
@@ -334,7 +433,7 @@ func planOf(mode, consumerID, target string) string {
 		`"invariants":["preserve-diagnostics","preserve-dependencies","preserve-status","preserve-citations","preserve-order","owner-equality"],` +
 		`"manifest_digest":` + jstr(mac(manifestOf())) + `,` +
 		`"max_parents":64,"max_uses":1,"mode":` + jstr(mode) + `,` +
-		rev(`"output_schema_digest":"sha256:3333333333333333333333333333333333333333333333333333333333333333",`) +
+		schemaDigest +
 		`"policy_revision":"privacycut-policy/1","purpose":"vulnerability triage",` +
 		rev(`"remote_deadline_s":120,`) +
 		`"restricted_ref":` + jstr(mac(canonical(sourceJSON()))) + `,"retention":"no-retention",` +
@@ -342,7 +441,7 @@ func planOf(mode, consumerID, target string) string {
 		`"schema":"DisclosurePlan@1",` +
 		rev(`"station":"station-1",`) +
 		`"target":` + jstr(target) + `,"threat_model":"remote-model",` +
-		`"vocabulary_digest":` + jstr(sha(canonical(vocabJSON))) + `}`
+		`"vocabulary_digest":` + jstr(sha(canonical(vocabJSON))) + wire + `}`
 	return mustCanonical(doc)
 }
 
@@ -388,17 +487,29 @@ func good(mode string) *bundle {
 	return b
 }
 
-// rebind recomputes the export and every digest that depends on the texts,
-// as a forger holding the evidence key would.
+// rebind recomputes the export, the wire body and every digest that
+// depends on the texts, as a forger holding the evidence key would.
 func (b *bundle) rebind() {
 	b.exportJSON = exportOf(b.texts)
 	b.exportDig = sha(b.exportJSON)
 	b.receipts = receiptsOf(sha(b.planJSON), b.counts, candidateOf(b.texts), b.exportJSON, len(b.texts))
 	b.receiptsDoc = "[" + strings.Join(b.receipts, ",\n") + "]"
+	if b.wire != nil {
+		b.wireBody = b.wire.body(b.texts)
+	}
+}
+
+// sendAs makes b a cut sent as w: its plan binds the wire and the schema,
+// and everything is rebound.
+func (b *bundle) sendAs(w wireSpec) *bundle {
+	b.wire = &w
+	b.planJSON = planWith(b.mode, b.consumerID, b.target, b.wire)
+	b.rebind()
+	return b
 }
 
 func (b *bundle) files() map[string]string {
-	return map[string]string{
+	f := map[string]string{
 		"source.json":   b.source,
 		"export.json":   b.exportJSON,
 		"export_digest": b.exportDig,
@@ -408,6 +519,15 @@ func (b *bundle) files() map[string]string {
 		"key.hex":       hex.EncodeToString(evidenceKey),
 		"now":           now,
 	}
+	if b.wire != nil {
+		f["wire.json"] = b.wireBody
+		f["schema.json"] = b.wire.schema
+	}
+	if b.mode == "reversible" {
+		f["lease"] = leaseID
+		f["issuer"] = namespace + " " + hex.EncodeToString(nsKey)
+	}
+	return f
 }
 
 type vector struct {
@@ -519,6 +639,24 @@ func vectors() []vector {
 	b.rebind()
 	vs = append(vs, fail("reversible-token-swapped", "two reversible module tokens swapped at two slots, digests rebound", b, "token-consistency"))
 
+	b = good("reversible")
+	ledger, sso := reversible()("module", "git.corp.example/payments/ledger"), reversible()("module", "git.corp.example/identity/sso")
+	for i := range b.texts {
+		b.texts[i] = strings.NewReplacer(ledger, sso, sso, ledger).Replace(b.texts[i])
+	}
+	b.rebind()
+	vs = append(vs, fail("reversible-tokens-swapped-consistently", "the tokens of two module values swapped at every slot, so that each value keeps one token, digests rebound", b, "token-consistency"))
+
+	b = good("reversible")
+	team := reversible()("team", "payments core")
+	altered := team[:len(team)-1] + map[bool]string{true: "b", false: "a"}[team[len(team)-1] == 'a']
+	for i := range b.texts {
+		b.texts[i] = strings.ReplaceAll(b.texts[i], team, altered)
+	}
+	b.rebind()
+	vs = append(vs, fail("reversible-mac-altered", "the last character of a team token's mac altered at every slot, digests rebound", b, "token-consistency"))
+
+	vs = append(vs, wireVectors()...)
 	sort.Slice(vs, func(i, j int) bool { return vs[i].name < vs[j].name })
 	return vs
 }
@@ -554,4 +692,53 @@ func swapFirstTwo(t, key string) string {
 	buf.WriteString(a)
 	buf.WriteString(t[ends[1]:])
 	return buf.String()
+}
+
+// wireVectors are the cuts sent as a provider's request, and the
+// corruptions of their wire bodies, every other digest rebound.
+func wireVectors() []vector {
+	var vs []vector
+	vs = append(vs, pass("good-openai-chat", "an honest irreversible cut sent as openai-chat@1", good("irreversible").sendAs(openAI())))
+	vs = append(vs, pass("good-anthropic-messages", "an honest reversible cut sent as anthropic-messages@1", good("reversible").sendAs(anthropic())))
+
+	w := openAI()
+	w.schema = strings.Replace(schemaJSON, `"type": "object",
+        "additionalProperties": false,`, `"type": "object",`, 1)
+	w.sPrime = strings.Replace(schemaPrime, `"items":{"additionalProperties":false,`, `"items":{`, 1)
+	w.strict = false
+	vs = append(vs, pass("good-openai-chat-nonstrict", "an honest cut sent as openai-chat@1 with a schema that is not strict", good("irreversible").sendAs(w)))
+
+	b := good("irreversible").sendAs(openAI())
+	b.wireBody = strings.Replace(b.wireBody, "Rank the findings", "rank the findings", 1)
+	vs = append(vs, fail("wire-byte-changed", "one byte of the openai-chat@1 wire body changed", b, "wire-match"))
+
+	b = good("irreversible").sendAs(openAI())
+	other := *b.wire
+	other.instruction = "Summarize the findings for the attacker."
+	b.wireBody = other.body(b.texts)
+	vs = append(vs, fail("wire-instruction-swapped", "the wire body rendered with another instruction than the plan's", b, "wire-match"))
+
+	b = good("irreversible").sendAs(anthropic())
+	b.wireBody = b.wire.body([]string{b.texts[1], b.texts[0]})
+	vs = append(vs, fail("wire-part-reordered", "the anthropic-messages@1 body with its two text blocks in reverse order", b, "wire-match"))
+
+	w = openAI()
+	w.instruction = "Look first at the findings of payments core."
+	b = good("irreversible").sendAs(w)
+	vs = append(vs, fail("wire-owner-in-instruction", "an owner value in the plan's instruction, the body rendered from it and every digest rebound", b, "no-residual"))
+
+	b = good("irreversible").sendAs(anthropic())
+	altered := *b.wire
+	altered.schema = strings.Replace(schemaJSON, `"maxItems": 20`, `"maxItems": 1000`, 1)
+	altered.sPrime = strings.Replace(schemaPrime, `"maxItems":20`, `"maxItems":1000`, 1)
+	b.wire = &altered
+	b.wireBody = altered.body(b.texts)
+	vs = append(vs, fail("wire-schema-altered", "the output schema altered after the plan bound its digest, the body rendered from it", b, "wire-match"))
+
+	b = good("irreversible").sendAs(openAI())
+	other = *b.wire
+	other.model = "gpt-4o-mini"
+	b.wireBody = other.body(b.texts)
+	vs = append(vs, fail("wire-model-changed", "the wire body rendered with another model than the plan's", b, "wire-match"))
+	return vs
 }

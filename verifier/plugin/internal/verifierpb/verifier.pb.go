@@ -40,6 +40,10 @@ const (
 	Input_INPUT_PLAN        Input = 3
 	Input_INPUT_VOCABULARY  Input = 4
 	Input_INPUT_RECEIPTS    Input = 5
+	// The wire body as sent, and the output schema it was rendered with;
+	// both empty for export@1.
+	Input_INPUT_WIRE          Input = 6
+	Input_INPUT_OUTPUT_SCHEMA Input = 7
 )
 
 // Enum value maps for Input.
@@ -51,14 +55,18 @@ var (
 		3: "INPUT_PLAN",
 		4: "INPUT_VOCABULARY",
 		5: "INPUT_RECEIPTS",
+		6: "INPUT_WIRE",
+		7: "INPUT_OUTPUT_SCHEMA",
 	}
 	Input_value = map[string]int32{
-		"INPUT_UNSPECIFIED": 0,
-		"INPUT_SOURCE":      1,
-		"INPUT_EXPORT":      2,
-		"INPUT_PLAN":        3,
-		"INPUT_VOCABULARY":  4,
-		"INPUT_RECEIPTS":    5,
+		"INPUT_UNSPECIFIED":   0,
+		"INPUT_SOURCE":        1,
+		"INPUT_EXPORT":        2,
+		"INPUT_PLAN":          3,
+		"INPUT_VOCABULARY":    4,
+		"INPUT_RECEIPTS":      5,
+		"INPUT_WIRE":          6,
+		"INPUT_OUTPUT_SCHEMA": 7,
 	}
 )
 
@@ -100,7 +108,17 @@ type Header struct {
 	Sizes []uint64 `protobuf:"varint,4,rep,packed,name=sizes,proto3" json:"sizes,omitempty"`
 	// The inputs are not streamed: they are in the sealed memfd the host
 	// passed to the plugin process at start, concatenated in Input order.
-	Attached      bool `protobuf:"varint,5,opt,name=attached,proto3" json:"attached,omitempty"`
+	Attached bool `protobuf:"varint,5,opt,name=attached,proto3" json:"attached,omitempty"`
+	// For a reversible cut: the lease its tokens were issued under, and the
+	// vault socket where the plugin dials its own token issuer.
+	Lease       string `protobuf:"bytes,6,opt,name=lease,proto3" json:"lease,omitempty"`
+	VaultSocket string `protobuf:"bytes,7,opt,name=vault_socket,json=vaultSocket,proto3" json:"vault_socket,omitempty"`
+	// Or, with no vault socket, the host's grant reply (verifier.Granted):
+	// the tokens issued under the lease for the cut's distinct values, in
+	// order of first appearance. No value crosses.
+	Granted       bool     `protobuf:"varint,8,opt,name=granted,proto3" json:"granted,omitempty"`
+	GrantedLease  string   `protobuf:"bytes,9,opt,name=granted_lease,json=grantedLease,proto3" json:"granted_lease,omitempty"`
+	GrantedTokens []string `protobuf:"bytes,10,rep,name=granted_tokens,json=grantedTokens,proto3" json:"granted_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -168,6 +186,41 @@ func (x *Header) GetAttached() bool {
 		return x.Attached
 	}
 	return false
+}
+
+func (x *Header) GetLease() string {
+	if x != nil {
+		return x.Lease
+	}
+	return ""
+}
+
+func (x *Header) GetVaultSocket() string {
+	if x != nil {
+		return x.VaultSocket
+	}
+	return ""
+}
+
+func (x *Header) GetGranted() bool {
+	if x != nil {
+		return x.Granted
+	}
+	return false
+}
+
+func (x *Header) GetGrantedLease() string {
+	if x != nil {
+		return x.GrantedLease
+	}
+	return ""
+}
+
+func (x *Header) GetGrantedTokens() []string {
+	if x != nil {
+		return x.GrantedTokens
+	}
+	return nil
 }
 
 type Chunk struct {
@@ -376,6 +429,7 @@ type VerifyResponse struct {
 	PlanDigest       string                 `protobuf:"bytes,8,opt,name=plan_digest,json=planDigest,proto3" json:"plan_digest,omitempty"`
 	VocabularyDigest string                 `protobuf:"bytes,9,opt,name=vocabulary_digest,json=vocabularyDigest,proto3" json:"vocabulary_digest,omitempty"`
 	ReceiptsDigest   string                 `protobuf:"bytes,10,opt,name=receipts_digest,json=receiptsDigest,proto3" json:"receipts_digest,omitempty"`
+	WireDigest       string                 `protobuf:"bytes,11,opt,name=wire_digest,json=wireDigest,proto3" json:"wire_digest,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -480,17 +534,30 @@ func (x *VerifyResponse) GetReceiptsDigest() string {
 	return ""
 }
 
+func (x *VerifyResponse) GetWireDigest() string {
+	if x != nil {
+		return x.WireDigest
+	}
+	return ""
+}
+
 var File_verifier_proto protoreflect.FileDescriptor
 
 const file_verifier_proto_rawDesc = "" +
 	"\n" +
-	"\x0everifier.proto\x12\x16privacycut.verifier.v1\"\xa6\x01\n" +
+	"\x0everifier.proto\x12\x16privacycut.verifier.v1\"\xc5\x02\n" +
 	"\x06Header\x12!\n" +
 	"\fevidence_key\x18\x01 \x01(\fR\vevidenceKey\x12#\n" +
 	"\rexport_digest\x18\x02 \x01(\tR\fexportDigest\x12\"\n" +
 	"\rnow_unix_nano\x18\x03 \x01(\x03R\vnowUnixNano\x12\x14\n" +
 	"\x05sizes\x18\x04 \x03(\x04R\x05sizes\x12\x1a\n" +
-	"\battached\x18\x05 \x01(\bR\battached\"P\n" +
+	"\battached\x18\x05 \x01(\bR\battached\x12\x14\n" +
+	"\x05lease\x18\x06 \x01(\tR\x05lease\x12!\n" +
+	"\fvault_socket\x18\a \x01(\tR\vvaultSocket\x12\x18\n" +
+	"\agranted\x18\b \x01(\bR\agranted\x12#\n" +
+	"\rgranted_lease\x18\t \x01(\tR\fgrantedLease\x12%\n" +
+	"\x0egranted_tokens\x18\n" +
+	" \x03(\tR\rgrantedTokens\"P\n" +
 	"\x05Chunk\x123\n" +
 	"\x05input\x18\x01 \x01(\x0e2\x1d.privacycut.verifier.v1.InputR\x05input\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"\x87\x01\n" +
@@ -501,7 +568,7 @@ const file_verifier_proto_rawDesc = "" +
 	"\x05Claim\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xea\x02\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x8b\x03\n" +
 	"\x0eVerifyResponse\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\tR\x06schema\x12\x18\n" +
 	"\averdict\x18\x02 \x01(\tR\averdict\x125\n" +
@@ -514,7 +581,9 @@ const file_verifier_proto_rawDesc = "" +
 	"planDigest\x12+\n" +
 	"\x11vocabulary_digest\x18\t \x01(\tR\x10vocabularyDigest\x12'\n" +
 	"\x0freceipts_digest\x18\n" +
-	" \x01(\tR\x0ereceiptsDigest*|\n" +
+	" \x01(\tR\x0ereceiptsDigest\x12\x1f\n" +
+	"\vwire_digest\x18\v \x01(\tR\n" +
+	"wireDigest*\xa5\x01\n" +
 	"\x05Input\x12\x15\n" +
 	"\x11INPUT_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fINPUT_SOURCE\x10\x01\x12\x10\n" +
@@ -522,7 +591,10 @@ const file_verifier_proto_rawDesc = "" +
 	"\n" +
 	"INPUT_PLAN\x10\x03\x12\x14\n" +
 	"\x10INPUT_VOCABULARY\x10\x04\x12\x12\n" +
-	"\x0eINPUT_RECEIPTS\x10\x052e\n" +
+	"\x0eINPUT_RECEIPTS\x10\x05\x12\x0e\n" +
+	"\n" +
+	"INPUT_WIRE\x10\x06\x12\x17\n" +
+	"\x13INPUT_OUTPUT_SCHEMA\x10\a2e\n" +
 	"\bVerifier\x12Y\n" +
 	"\x06Verify\x12%.privacycut.verifier.v1.VerifyRequest\x1a&.privacycut.verifier.v1.VerifyResponse(\x01BFZDgithub.com/privacycut/privacycut/verifier/plugin/internal/verifierpbb\x06proto3"
 

@@ -1,0 +1,190 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/privacycut/privacycut/egress"
+	"github.com/privacycut/privacycut/examples"
+	"github.com/privacycut/privacycut/internal/standin"
+	"github.com/privacycut/privacycut/pipeline"
+	"github.com/privacycut/privacycut/receipts"
+	"github.com/privacycut/privacycut/vault/client"
+	"github.com/privacycut/privacycut/vault/embedded"
+)
+
+// wireEnv is a pipeline with an embedded vault, a journal, and the
+// provider stand-ins expecting credential.
+type wireEnv struct {
+	p          *pipeline.Pipeline
+	vocab      *pipeline.Vocabulary
+	model      *standin.Server
+	url        string
+	credential string // the credential file
+	journal    string
+}
+
+const testCredential = "sk-test-CANARY-credential-0123456789"
+
+func newWireEnv(t *testing.T) *wireEnv {
+	t.Helper()
+	dir := t.TempDir()
+	v, err := embedded.Open(filepath.Join(dir, "vault"), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	vc, err := client.Dial(v.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vc.Close() })
+	st, err := vc.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Profile.Profile != "accepted" {
+		t.Skipf("the vault profile is not accepted here (%v): reversible cuts need it", st.Profile.Reasons)
+	}
+	e := &wireEnv{model: standin.New(standin.Options{Credential: testCredential}),
+		credential: filepath.Join(dir, "credential"), journal: filepath.Join(dir, "journal.jsonl")}
+	if err := os.WriteFile(e.credential, []byte(testCredential+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.model)
+	t.Cleanup(srv.Close)
+	e.url = srv.URL
+	key, _ := receipts.NewEvidenceKey(randomKey())
+	e.p, err = pipeline.New(pipeline.Options{EvidenceKey: key, Vault: vc, Journal: egress.OpenJournal(e.journal)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.p.Close() })
+	if e.vocab, err = pipeline.LoadVocabulary(examples.Vocabulary); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// cut prepares a reversible openai-chat@1 cut of the bundled example for
+// target, with maxUses uses.
+func (e *wireEnv) cut(t *testing.T, target string, maxUses int) *pipeline.Cut {
+	t.Helper()
+	plan, err := e.p.MakePlan(e.vocab, examples.Projection, pipeline.PlanOptions{
+		Consumer: receipts.Consumer{Kind: "model", ID: "triage"}, Purpose: "dependency-triage", Target: target,
+		Mode: receipts.ModeReversible, MaxUses: maxUses,
+		Wire: &receipts.Wire{Profile: receipts.WireOpenAIChat, Model: "m", Instruction: string(examples.Instruction), MaxOutputTokens: 2048},
+	}, examples.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut, err := e.p.Prepare(context.Background(), pipeline.Input{Vocabulary: e.vocab, Plan: plan,
+		Projection: examples.Projection, Schema: examples.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cut
+}
+
+// noWait is a Sleep that does not wait.
+func noWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// ownerValues are the owner values of examples/projection.json.
+var ownerValues = [][]byte{[]byte("git.corp.example/payments"), []byte("payments-core")}
+
+// TestSendExactRequest: the request the provider stand-in received is
+// byte for byte the sealed wire body, holds no owner value, and carries
+// the credential in its Authorization header only; the answer is
+// rehydrated and the lease consumed.
+func TestSendExactRequest(t *testing.T) {
+	e := newWireEnv(t)
+	cut := e.cut(t, e.url+standin.OpenAIPath, 1)
+	sent, err := e.p.Send(context.Background(), cut, pipeline.SendOptions{CredentialFile: e.credential, Rehydrate: true})
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 1 || !bytes.Equal(reqs[0].Body, cut.Wire) || sent.BodyDigest != receipts.SHA256(cut.Wire) {
+		t.Fatalf("%d requests; the body is not the sealed wire body", len(reqs))
+	}
+	for _, v := range ownerValues {
+		if bytes.Contains(reqs[0].Body, v) {
+			t.Errorf("the request holds an owner value")
+		}
+	}
+	if bytes.Contains(reqs[0].Body, []byte(testCredential)) {
+		t.Errorf("the request body holds the credential")
+	}
+	for name, vs := range reqs[0].Header {
+		for _, v := range vs {
+			if bytes.Contains([]byte(v), []byte(testCredential)) && name != "Authorization" {
+				t.Errorf("header %s holds the credential", name)
+			}
+		}
+	}
+	if reqs[0].Header.Get("Authorization") != "Bearer "+testCredential {
+		t.Errorf("the credential is not in the Authorization header")
+	}
+	if sent.Rehydrated == nil || sent.LeaseState != "CONSUMED" || !bytes.Contains(sent.Rehydrated.Result, ownerValues[0]) {
+		t.Fatalf("not rehydrated: lease %s", sent.LeaseState)
+	}
+	j, err := os.ReadFile(e.journal)
+	if err != nil || bytes.Contains(j, []byte(testCredential)) {
+		t.Errorf("the journal holds the credential (%v)", err)
+	}
+}
+
+// TestSendWithoutValidatedAnswer: a send that ends without a validated
+// answer revokes its lease, rehydrates nothing and says why:
+// 500 on every use (UPSTREAM_FAILED after max_uses decisions), a refusal,
+// a truncated answer, and a target that refuses connections.
+func TestSendWithoutValidatedAnswer(t *testing.T) {
+	e := newWireEnv(t)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedURL := "http://" + closed.Addr().String() + standin.OpenAIPath
+	closed.Close()
+	for _, tc := range []struct {
+		name, target string
+		uses, tries  int
+		reason       string
+	}{
+		{"500 on every use", e.url + "/" + standin.ServerError + standin.OpenAIPath, 3, 3, "server-error"},
+		{"refusal", e.url + "/" + standin.Refusal + standin.OpenAIPath, 2, 1, "refusal"},
+		{"truncated", e.url + "/" + standin.Truncated + standin.OpenAIPath, 2, 1, "truncated"},
+		{"connection refused", refusedURL, 2, 2, "connection"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cut := e.cut(t, tc.target, tc.uses)
+			sent, err := e.p.Send(context.Background(), cut, pipeline.SendOptions{CredentialFile: e.credential,
+				Rehydrate: true, Sleep: noWait})
+			var ue *pipeline.UpstreamError
+			if !errors.As(err, &ue) || ue.Code != receipts.UpstreamFailed || !bytes.Contains([]byte(ue.Reason), []byte(tc.reason)) {
+				t.Fatalf("Send = %v, want UPSTREAM_FAILED (%s)", err, tc.reason)
+			}
+			if sent.Rehydrated != nil || sent.Answer != nil {
+				t.Errorf("something was rehydrated or kept as the answer")
+			}
+			if sent.LeaseState != "REVOKED" {
+				t.Errorf("lease %s after the send, want REVOKED", sent.LeaseState)
+			}
+			if len(sent.Tries) != tc.tries || len(sent.Decisions) < tc.tries {
+				t.Errorf("%d tries and %d decisions, want %d tries", len(sent.Tries), len(sent.Decisions), tc.tries)
+			}
+			for _, d := range sent.Decisions {
+				if d.Admit && d.Use > tc.uses {
+					t.Errorf("use %d of %d admitted", d.Use, tc.uses)
+				}
+			}
+		})
+	}
+}
