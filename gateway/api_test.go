@@ -271,7 +271,8 @@ func TestClientDoesNotRetryDisclosures(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	_, m := e.get("/metrics")
-	if !strings.Contains(string(m), `privacycut_gateway_admissions_total{route="fail"} 1`+"\n") ||
+	// The gateway redelivered within max_uses (2); the client sent once.
+	if !strings.Contains(string(m), `privacycut_gateway_admissions_total{route="fail"} 2`+"\n") ||
 		!strings.Contains(string(m), `privacycut_gateway_requests_total{api="openai",route="fail",code="UPSTREAM_FAILED"} 1`+"\n") {
 		t.Errorf("the client retried, or the metrics miss it:\n%s", m)
 	}

@@ -78,19 +78,21 @@ func (s *syncBuffer) String() string {
 // env is a running gateway with its routes, a stand-in provider, an
 // embedded vault, and clients for both listeners.
 type env struct {
-	t       testing.TB
-	dir     string
-	g       *gateway.Gateway
-	cfg     *gateway.Config
-	log     *syncBuffer
-	vault   *embedded.Vault
-	sock    string // the gateway's unix socket
-	tcp     string // host:port of its TCP listener
-	token   string
-	unix    *http.Client // over the unix socket
-	http    *http.Client // over TCP (add the token yourself)
-	served  chan error
-	stopped bool
+	t        testing.TB
+	dir      string
+	g        *gateway.Gateway
+	cfg      *gateway.Config
+	log      *syncBuffer
+	vault    *embedded.Vault
+	sock     string // the gateway's unix socket
+	tcp      string // host:port of its TCP listener
+	token    string
+	cred     string          // the provider credential
+	provider *standin.Server // the provider stand-in, which records requests
+	unix     *http.Client    // over the unix socket
+	http     *http.Client    // over TCP (add the token yourself)
+	served   chan error
+	stopped  bool
 }
 
 // envOptions shape an env.
@@ -145,9 +147,12 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	defer key.Wipe()
 	write("reviewers.vkeys", []byte(key.VerifierKey()+"\n"), 0o644)
-	up := o.upstream
-	if up == nil {
-		up = standin.Handler()
+	e.cred = "sk-gw-test-" + strings.Repeat("c9", 12)
+	write("credential", []byte(e.cred+"\n"), 0o600)
+	e.provider = standin.New(standin.Options{Credential: e.cred, RetryAfter: "0"})
+	var up http.Handler = e.provider
+	if o.upstream != nil {
+		up = o.upstream
 	}
 	provider := httptest.NewServer(up)
 	t.Cleanup(provider.Close)
@@ -185,6 +190,14 @@ func newEnv(t testing.TB, o envOptions) *env {
 		base("invent", provider.URL+"/v1/invent", "reversible"),
 	}
 	docs[2]["remote_deadline_s"] = 2
+	wired := func(name, path string) map[string]any {
+		r := base(name, provider.URL+path, "reversible")
+		r["wire"] = map[string]any{"profile": "openai-chat@1", "model": "gpt-test", "instruction": string(examples.Instruction),
+			"max_output_tokens": 4096}
+		return r
+	}
+	docs = append(docs, wired("chat", standin.OpenAIPath), wired("chat-429", "/"+standin.RateLimited+"-1"+standin.OpenAIPath),
+		wired("chat-ceiling", "/"+standin.RateLimited+"-99"+standin.OpenAIPath))
 	var routes []any
 	for _, r := range docs {
 		name := r["name"].(string)
@@ -203,6 +216,9 @@ func newEnv(t testing.TB, o envOptions) *env {
 		rc := map[string]any{"note": name + ".note", "vocabulary": "vocabulary.json", "front_door": frontDoor()}
 		if r["output_schema_digest"] != nil {
 			rc["schema"] = "schema.json"
+		}
+		if r["wire"] != nil {
+			rc["credential_file"] = "credential"
 		}
 		routes = append(routes, rc)
 	}
@@ -287,6 +303,9 @@ func (e *env) stop() {
 
 func (e *env) noOwnerValues(what, s string) {
 	e.t.Helper()
+	if e.cred != "" && strings.Contains(s, e.cred) {
+		e.t.Errorf("%s holds the provider credential", what)
+	}
 	for _, v := range ownerValues {
 		if strings.Contains(s, v) {
 			e.t.Errorf("%s holds the owner value %q", what, v)
