@@ -145,15 +145,3 @@ func (g *Gateway) rehydrate(ctx context.Context, d *disclosure) error {
 	d.sent.Rehydrated, d.sent.LeaseState = r, r.State
 	return nil
 }
-
-// contentFree replaces a transport error, whose text may name the target's
-// address, by a fixed one.
-func contentFree(ctx context.Context, err error) error {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return context.DeadlineExceeded
-	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
-		return context.Canceled
-	}
-	return errors.New("connection failed")
-}
