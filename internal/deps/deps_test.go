@@ -36,7 +36,7 @@ var policy = map[string][]string{
 	// The gateway reaches the censor, the verifier and the vault through
 	// the pipeline, and links only the vault's light half (the client):
 	// never the vault's service, its store or Badger (TestVaultClientIsLight).
-	"gateway": append([]string{"pipeline", "grammar", "censor", "egress", "route", "rehydrate", "verifier",
+	"gateway": append([]string{"pipeline", "grammar", "censor", "egress", "route", "rehydrate", "verifier", "wire",
 		"internal/durable", "internal/bigbuf", "vault/client", "vault/vaultapi", "vault/internal/vaultpb",
 		"vault/internal/rpc"}, vaultLight...),
 
