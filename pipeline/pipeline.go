@@ -167,6 +167,7 @@ type Cut struct {
 	Lease        string    // the reversible cut's lease, "" otherwise
 	LeaseExpires time.Time // the lease's absolute deadline
 	Stats        Stats
+	Timings      Timings // where Prepare's time went
 
 	schema      []byte
 	run         string
@@ -180,6 +181,14 @@ type Stats struct {
 	Parts, Records, PublicItems int
 	OwnerSpans                  map[string]int // per category
 	Values                      int            // distinct owner values
+}
+
+// Timings are the durations of Prepare's steps: reading, checking and
+// cutting the projection (with the vault's grant for a reversible cut, and
+// the wire body's rendering), the independent verification, and the seal
+// (with the lease's binding).
+type Timings struct {
+	Cut, Verify, Seal time.Duration
 }
 
 // Sealed reports whether the cut passed verification and was sealed.
@@ -281,6 +290,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 			"the wire profile "+profile+" needs the plan's output schema", nil)
 	}
 	// The verifier plugin starts while the projection is parsed and cut.
+	t0 := time.Now()
 	vs, err := p.verifier.begin(ctx, p.budget())
 	if err != nil {
 		return nil, err
@@ -342,6 +352,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 		// issued it.
 		p.issuerFor(&vreq, vault.lease, vault.tokens)
 	}
+	t1 := time.Now()
 	verdict, err := vs.verify(ctx, vreq)
 	if err != nil {
 		return nil, err
@@ -349,6 +360,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 	// The plugin stops on another goroutine while the cut is sealed.
 	p.closeLater(vs)
 	vs = nil
+	t2 := time.Now()
 	cut := &Cut{
 		Plan: plan, PlanDigest: out.PlanDigest, Export: out.Export, ExportDigest: out.ExportDigest,
 		SourceDigest: out.SourceDigest, LabelDigest: out.LabelDigest, Receipts: out.Receipts,
@@ -359,6 +371,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 			OwnerSpans: out.Stats.OwnerSpans(), Values: out.Pairs},
 	}
 	cut.verifierRev = cut.Verification.Verifier
+	cut.Timings = Timings{Cut: t1.Sub(t0), Verify: t2.Sub(t1)}
 	if !cut.Verification.Passed() {
 		return cut, &VerificationError{Verification: cut.Verification}
 	}
@@ -384,6 +397,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 			return nil, err
 		}
 	}
+	cut.Timings.Seal = time.Since(t2)
 	return cut, nil
 }
 

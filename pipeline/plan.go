@@ -91,6 +91,23 @@ func (p *Pipeline) MakePlan(v *Vocabulary, projection []byte, o PlanOptions, sch
 // output schema needs that schema, which for a reversible route must mark
 // a path for its purpose.
 func (p *Pipeline) MakeRoutePlan(v *Vocabulary, projection []byte, a *route.Approved, lifetime time.Duration, schema []byte) (*Plan, error) {
+	return p.MakeRoutePlanAt(v, projection, a, lifetime, schema, nil)
+}
+
+// ExpiryFunc chooses a route plan's expiry: given the projection's keyed
+// manifest digest, the time of instantiation and the latest expiry the
+// plan may have (now + lifetime, in whole seconds), it returns the expiry
+// to write, in whole seconds, at least a second after now and no later
+// than latest, or
+// an error, which MakeRoutePlanAt returns as it is.
+type ExpiryFunc func(manifestDigest string, now, latest time.Time) (time.Time, error)
+
+// MakeRoutePlanAt is MakeRoutePlan with the expiry chosen by expiry (nil:
+// the latest). A process that makes a plan per request uses it to give
+// every request a plan of its own: two plans of one route for one
+// projection differ only in their expiry, and the seal authority seals a
+// plan and its export once.
+func (p *Pipeline) MakeRoutePlanAt(v *Vocabulary, projection []byte, a *route.Approved, lifetime time.Duration, schema []byte, expiry ExpiryFunc) (*Plan, error) {
 	r := a.Route
 	if r.OutputSchemaDigest != "" {
 		if schema == nil {
@@ -121,8 +138,24 @@ func (p *Pipeline) MakeRoutePlan(v *Vocabulary, projection []byte, a *route.Appr
 	if err != nil {
 		return nil, err
 	}
+	now := p.opt.Now()
+	if expiry != nil {
+		if lifetime == 0 {
+			lifetime = time.Duration(r.MaxLifetimeS) * time.Second
+		}
+		latest := now.Add(lifetime).Truncate(time.Second)
+		at, err := expiry(md, now, latest)
+		if err != nil {
+			return nil, err
+		}
+		if at.After(latest) || at.Before(now.Add(time.Second)) || !at.Equal(at.Truncate(time.Second)) {
+			return nil, fmt.Errorf("%w: the expiry chosen is not in whole seconds within the lifetime", ErrPlanOptions)
+		}
+		// Instantiate writes now + lifetime in whole seconds: at itself.
+		lifetime = at.Sub(now)
+	}
 	plan, err := route.Instantiate(r, a.Digest, route.Instance{ManifestDigest: md, RestrictedRef: ref,
-		VocabularyDigest: v.Digest(), Now: p.opt.Now(), Lifetime: lifetime})
+		VocabularyDigest: v.Digest(), Now: now, Lifetime: lifetime})
 	if err != nil {
 		return nil, p.routeRefusal(err)
 	}

@@ -50,6 +50,8 @@ type Sent struct {
 	Rehydrated *Rehydrated
 	Lease      string // the reversible cut's lease, "" otherwise
 	LeaseState string // its state when Send returned, "" if not known
+	// RehydrateTime is the time the rehydration took, of Send's.
+	RehydrateTime time.Duration
 }
 
 // Delivered reports whether the sealed bytes were sent at least once.
@@ -131,7 +133,9 @@ func (p *Pipeline) Send(ctx context.Context, cut *Cut, opt SendOptions) (*Sent, 
 	if cut.Lease == "" || !opt.Rehydrate {
 		return s, nil
 	}
+	t := time.Now()
 	r, err := p.Rehydrate(ctx, cut.LeaseRef(), cut.schema, answer)
+	s.RehydrateTime = time.Since(t)
 	if err != nil {
 		return s, err
 	}

@@ -22,7 +22,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "demo", synopsis: "[--vault SOCK] [--keep] [--verifier plugin|inprocess]",
+	register(&command{name: "demo", synopsis: "[--vault SOCK] [--keep] [--verifier plugin|inprocess] [--gateway]",
 		summary: "the main job: a full reversible round trip with an embedded vault, and a report", run: runDemo})
 }
 
@@ -60,6 +60,7 @@ func runDemo(ctx context.Context, c *Cmd, args []string) error {
 	vault := fs.String("vault", "", "use this vaultd `socket` instead of an embedded vault (default $PRIVACYCUT_VAULT)")
 	keep := fs.Bool("keep", false, "keep the demo's temporary directory")
 	verifierMode := fs.String("verifier", "plugin", "plugin (out of process) or inprocess")
+	viaGateway := fs.Bool("gateway", false, "make the round trip through a gateway started in this process, over its OpenAI-compatible front door")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -142,9 +143,17 @@ func runDemo(ctx context.Context, c *Cmd, args []string) error {
 	}
 
 	out := c.Stdout
-	fmt.Fprintln(out, "privacycut demo — a reversible cut of the bundled example, end to end")
+	if *viaGateway {
+		fmt.Fprintln(out, "privacycut demo — the bundled example through cut gateway's front door, end to end")
+	} else {
+		fmt.Fprintln(out, "privacycut demo — a reversible cut of the bundled example, end to end")
+	}
 	fmt.Fprintf(out, "  vault: %s\n  model: loopback stand-in at %s\n  files: %s\n\n", vaultDesc, d.model, dir)
-	err = d.run(ctx, *verifierMode)
+	if *viaGateway {
+		err = d.runGateway(ctx, *verifierMode)
+	} else {
+		err = d.run(ctx, *verifierMode)
+	}
 	d.report()
 	if err != nil {
 		fmt.Fprintf(c.Stderr, "cut: demo: sub-step output:\n%s", d.log.String())

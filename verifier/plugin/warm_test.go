@@ -1,0 +1,160 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/privacycut/privacycut/verifier"
+)
+
+func startWarm(t *testing.T, log *syncBuffer) *Warm {
+	t.Helper()
+	exe := selfExe(t)
+	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: log})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := StartWarm(ctx, exe, []string{Arg}, nil, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// TestWarmServesMany: one warm plugin verifies a sequence of different
+// requests, each as the in-process verifier does, each with its inputs in
+// an attachment of its own where attachments are supported; concurrent
+// callers are served one at a time (run under -race).
+func TestWarmServesMany(t *testing.T) {
+	var log syncBuffer
+	w := startWarm(t, &log)
+	if got := w.c.checker.(*grpcClient).attached; got != attachSupported {
+		t.Fatalf("attached = %v, want %v", got, attachSupported)
+	}
+	var reqs []verifier.Request
+	for _, v := range loadVectors(t) {
+		reqs = append(reqs, vectorRequest(t, v))
+	}
+	if len(reqs) < 3 {
+		t.Fatalf("%d vectors", len(reqs))
+	}
+	for round := range 2 {
+		for i, req := range reqs {
+			got, err := w.Verify(context.Background(), req)
+			if err != nil {
+				t.Fatalf("round %d request %d: %v", round, i, err)
+			}
+			if d := cmp.Diff(verifier.Verify(req), got); d != "" {
+				t.Fatalf("round %d request %d: warm plugin and in process differ (-in process +warm):\n%s", round, i, d)
+			}
+		}
+	}
+	// Every input reaches the plugin, the wire body and the output schema
+	// too: a request whose wire body is not the rendered one gets the same
+	// verdict as in process.
+	wired := reqs[0]
+	wired.Wire, wired.OutputSchema = []byte(`{"model":"m","messages":[]}`), []byte(`{"type":"object"}`)
+	got, err := w.Verify(context.Background(), wired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(verifier.Verify(wired), got); d != "" {
+		t.Fatalf("a request with a wire body: warm plugin and in process differ (-in process +warm):\n%s", d)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Go(func() {
+			req := reqs[g%len(reqs)]
+			got, err := w.Verify(context.Background(), req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if got.Verdict != verifier.Verify(req).Verdict {
+				errs <- errors.New("verdict differs from the in-process one")
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if !w.Usable() {
+		t.Fatal("a plugin that answered every call is not usable")
+	}
+	v, err := w.Check(context.Background(), reqs[0])
+	if err != nil || v.Verification().Verdict != verifier.Verify(reqs[0]).Verdict {
+		t.Fatalf("Check: %v, %v", v.Verification().Verdict, err)
+	}
+}
+
+// TestWarmBreaks: a call that fails — the process killed, the call
+// canceled — leaves the plugin broken: every later call is ErrBroken and
+// Usable is false; Close of a broken plugin returns.
+func TestWarmBreaks(t *testing.T) {
+	req := vectorRequest(t, loadVectors(t)[0])
+	for name, breakIt := range map[string]func(*testing.T, *Warm) error{
+		"killed": func(t *testing.T, w *Warm) error {
+			pid := w.Pid()
+			if pid <= 0 {
+				t.Fatal("no pid")
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); !w.c.Exited() && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			_, err := w.Verify(context.Background(), req)
+			return err
+		},
+		"canceled": func(t *testing.T, w *Warm) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := w.Verify(ctx, req)
+			return err
+		},
+		"closed": func(t *testing.T, w *Warm) error {
+			w.Close()
+			_, err := w.Verify(context.Background(), req)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var log syncBuffer
+			w := startWarm(t, &log)
+			if _, err := w.Verify(context.Background(), req); err != nil {
+				t.Fatalf("first call: %v", err)
+			}
+			if err := breakIt(t, w); err == nil {
+				t.Fatal("the call that should fail succeeded")
+			}
+			if w.Usable() {
+				t.Error("Usable after a failed call")
+			}
+			if _, err := w.Verify(context.Background(), req); !errors.Is(err, ErrBroken) {
+				t.Errorf("next call = %v, want ErrBroken", err)
+			}
+			if _, err := w.Check(context.Background(), req); !errors.Is(err, ErrBroken) {
+				t.Errorf("Check = %v, want ErrBroken", err)
+			}
+			w.Close()
+		})
+	}
+}
+
+// TestWarmStartFailure: a plugin that cannot start is ErrStart.
+func TestWarmStartFailure(t *testing.T) {
+	if _, err := StartWarm(context.Background(), "/nonexistent/verifier-plugin", nil, nil, nil); !errors.Is(err, ErrStart) {
+		t.Fatalf("err = %v", err)
+	}
+}
