@@ -105,12 +105,25 @@ type Authority struct {
 	now     func() time.Time
 	policy  string
 
-	mu     sync.Mutex
-	seals  map[string]*seal   // seal event id → seal
-	uses   map[string]int     // plan digest → admissions, when there is no journal
-	sealed map[sealKey]string // (plan, export) → seal event id, including reservations
-	denied map[string]struct{}
+	mu      sync.Mutex
+	seals   map[string]*seal      // seal event id → seal
+	uses    map[string]*planUses  // plan digest → admissions, when there is no journal
+	sealed  map[sealKey]time.Time // (plan, export) → the plan's expiry, including reservations
+	denied  map[string]time.Time  // local-only digest → until when (zero: for the authority's life)
+	pruneAt time.Time             // when prune next looks for what has expired
 }
+
+// planUses counts a plan's admissions until the plan expires.
+type planUses struct {
+	n      int
+	expiry time.Time
+}
+
+// pruneEvery is how often, at most, the authority drops what can no longer
+// be admitted: seals and plans past their expiry, local-only digests past
+// their purge time. A long-lived authority (the gateway's) so holds only
+// what is still live.
+const pruneEvery = time.Minute
 
 type sealKey struct{ plan, export string }
 
@@ -139,9 +152,9 @@ func NewAuthority(opt Options) *Authority {
 		now:     now,
 		policy:  opt.PolicyRevision,
 		seals:   make(map[string]*seal),
-		uses:    make(map[string]int),
-		sealed:  make(map[sealKey]string),
-		denied:  make(map[string]struct{}),
+		uses:    make(map[string]*planUses),
+		sealed:  make(map[sealKey]time.Time),
+		denied:  make(map[string]time.Time),
 	}
 }
 
@@ -149,10 +162,63 @@ func NewAuthority(opt Options) *Authority {
 // receipts.SHA256 computes it) as bytes that must never leave: Admit refuses
 // a body with that digest, and Seal refuses an export with it, whatever the
 // seal. Rehydrated results are registered here.
-func (a *Authority) DenyLocal(digest string) {
+func (a *Authority) DenyLocal(digest string) { a.DenyLocalUntil(digest, time.Time{}) }
+
+// DenyLocalUntil is DenyLocal until a time: the purge time of a rehydrated
+// result, after which the result itself must be gone. The zero time is
+// for the authority's life.
+func (a *Authority) DenyLocalUntil(digest string, until time.Time) {
 	a.mu.Lock()
-	a.denied[digest] = struct{}{}
+	if old, ok := a.denied[digest]; !ok || (!old.IsZero() && (until.IsZero() || until.After(old))) {
+		a.denied[digest] = until
+	}
 	a.mu.Unlock()
+}
+
+// Release forgets the seal eventID: nothing is admitted under it any more.
+// A caller releases a seal once its disclosure is over (the gateway, after
+// each request), so that a long-lived authority does not keep it until it
+// expires. The plan's use count and its once-only seal stay until the
+// plan's expiry.
+func (a *Authority) Release(eventID string) {
+	a.mu.Lock()
+	delete(a.seals, eventID)
+	a.mu.Unlock()
+}
+
+// Live returns how many seals and local-only digests the authority holds.
+func (a *Authority) Live() (seals, denied int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.seals), len(a.denied)
+}
+
+// prune drops what has expired, at most once a pruneEvery. a.mu is held.
+func (a *Authority) prune(now time.Time) {
+	if now.Before(a.pruneAt) {
+		return
+	}
+	a.pruneAt = now.Add(pruneEvery)
+	for id, s := range a.seals {
+		if !now.Before(s.expiry) {
+			delete(a.seals, id)
+		}
+	}
+	for k, expiry := range a.sealed {
+		if !expiry.IsZero() && !now.Before(expiry) {
+			delete(a.sealed, k)
+		}
+	}
+	for plan, u := range a.uses {
+		if !now.Before(u.expiry) {
+			delete(a.uses, plan)
+		}
+	}
+	for d, until := range a.denied {
+		if !until.IsZero() && !now.Before(until) {
+			delete(a.denied, d)
+		}
+	}
 }
 
 // Seal checks that the request is one verified cut and, if every binding
@@ -181,13 +247,14 @@ func (a *Authority) seal(req sealInput) (receipts.PrivacyCut, error) {
 	key := sealKey{plan: c.planDigest, export: c.exportDigest}
 	id := receipts.NewEventID()
 	a.mu.Lock()
+	a.prune(now)
 	_, denied := a.denied[c.exportDigest]
 	if _, w := a.denied[c.wireDigest]; w {
 		denied = true
 	}
 	_, dup := a.sealed[key]
 	if !denied && !dup {
-		a.sealed[key] = id // reserved until journaled
+		a.sealed[key] = c.expiry // reserved until journaled
 	}
 	a.mu.Unlock()
 	switch {
@@ -460,9 +527,14 @@ func (a *Authority) Admit(eventID string, body []byte, target string, consumer r
 
 	if a.journal == nil {
 		a.mu.Lock()
-		used := a.uses[s.plan]
+		u := a.uses[s.plan]
+		if u == nil {
+			u = &planUses{expiry: s.expiry}
+			a.uses[s.plan] = u
+		}
+		used := u.n
 		if used < s.maxUses {
-			a.uses[s.plan] = used + 1
+			u.n++
 		}
 		a.mu.Unlock()
 		if used >= s.maxUses {

@@ -82,6 +82,9 @@ func (g *Gateway) disclose(ctx context.Context, rt *routeState, projection []byt
 	if cut.Lease != "" {
 		f.setLease(cut.Lease)
 	}
+	// The seal serves this request only: once it is over, nothing more is
+	// admitted under it, and the gateway's authority forgets it.
+	defer g.p.Authority().Release(cut.Seal.EventID)
 	// The provider's answer, redeliveries included, is awaited at most
 	// the route's remote deadline (reversible), and never past the plan's
 	// expiry; the rehydration that follows is not bounded by it.

@@ -276,6 +276,11 @@ func TestConcurrentClients(t *testing.T) {
 		t.Error(err)
 	}
 	leasesNotActive(t, e)
+	// Each request's seal is released when it ends: the authority of a
+	// long-lived gateway holds none of them.
+	if seals, _ := e.g.Pipeline().Authority().Live(); seals != 0 {
+		t.Errorf("the authority still holds %d seals after every request ended", seals)
+	}
 }
 
 // TestShutdownRevokes: a stopping gateway waits for requests in flight up

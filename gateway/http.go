@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -90,6 +91,11 @@ func (g *Gateway) serveHealth(w http.ResponseWriter, _ *http.Request) {
 func (g *Gateway) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	g.m.write(w)
+	seals, denied := g.p.Authority().Live()
+	fmt.Fprintf(w, "# HELP privacycut_gateway_live_seals Seals the gateway's authority holds (each request's, until it ends).\n"+
+		"# TYPE privacycut_gateway_live_seals gauge\nprivacycut_gateway_live_seals %d\n", seals)
+	fmt.Fprintf(w, "# HELP privacycut_gateway_local_only Digests of rehydrated results the gate refuses, until their purge time.\n"+
+		"# TYPE privacycut_gateway_local_only gauge\nprivacycut_gateway_local_only %d\n", denied)
 }
 
 // admit takes a place among the requests in flight, or says why not.

@@ -105,7 +105,12 @@ func (p *Pipeline) Rehydrate(ctx context.Context, ref LeaseRef, schema, ret []by
 		return nil, p.rehydrationRefusal(err)
 	}
 	// The rehydrated result keeps the source's label and stays local.
-	p.auth.DenyLocal(receipts.SHA256(res.Output))
+	// It is kept from the gate until its purge time, when it must be gone.
+	purge, perr := time.Parse(time.RFC3339Nano, res.Receipt.PurgeAt)
+	if perr != nil {
+		purge = time.Time{}
+	}
+	p.auth.DenyLocalUntil(receipts.SHA256(res.Output), purge)
 	return &Rehydrated{Result: json.RawMessage(res.Output), Receipt: res.Receipt, Lease: res.Lease.ID,
 		State: res.Lease.State.String()}, nil
 }
