@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/canon"
+	"github.com/privacycut/privacycut/grammar"
 )
 
 // SchemaConfig is the schema name of the gateway's configuration.
@@ -92,19 +93,9 @@ type RouteConfig struct {
 // FrontDoor is the kind, label and lineage every user message of a
 // front-door request becomes (a request cannot change them).
 type FrontDoor struct {
-	Kind    string   `json:"kind"`
-	Label   Label    `json:"label"`
-	Lineage []string `json:"lineage"`
-}
-
-// Label is a Projection@1 label.
-type Label struct {
-	Class      string   `json:"class"`
-	Weight     int      `json:"weight"`
-	Categories []string `json:"categories"`
-	Subjects   []string `json:"subjects"`
-	Parents    []string `json:"parents"`
-	Handling   []string `json:"handling"`
+	Kind    string        `json:"kind"`
+	Label   grammar.Label `json:"label"`
+	Lineage []string      `json:"lineage"`
 }
 
 // Verifier configures the warm verifier plugins.

@@ -48,7 +48,7 @@ func FuzzParseConfig(f *testing.F) {
 // lineage, that the grammar's loader reads without a document refusal.
 func FuzzChatProjection(f *testing.F) {
 	g := &Gateway{cfg: &Config{}, routes: map[string]*routeState{
-		"r": {name: "r", front: &FrontDoor{Kind: "block", Label: Label{Class: "private", Weight: 2, Parents: []string{"p"}},
+		"r": {name: "r", front: &FrontDoor{Kind: "block", Label: grammar.Label{Class: "private", Weight: 2, Parents: []string{"p"}},
 			Lineage: []string{"sha256:aa"}}, instruction: "be brief", hasInstr: true},
 		"n": {name: "n"},
 	}}
@@ -83,10 +83,10 @@ func FuzzChatProjection(f *testing.F) {
 		}
 		var doc struct {
 			Parts []struct {
-				Kind    string   `json:"kind"`
-				Text    string   `json:"text"`
-				Label   Label    `json:"label"`
-				Lineage []string `json:"lineage"`
+				Kind    string        `json:"kind"`
+				Text    string        `json:"text"`
+				Label   grammar.Label `json:"label"`
+				Lineage []string      `json:"lineage"`
 			} `json:"parts"`
 		}
 		if err := json.Unmarshal(proj, &doc); err != nil {

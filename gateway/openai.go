@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/privacycut/privacycut/canon"
+	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -76,15 +77,8 @@ func (g *Gateway) chatProjection(body []byte) (req *chatRequest, rt *routeState,
 		}
 		return &frontRefusal{refusal: r, param: param, reason: reason}
 	}
-	type part struct {
-		Kind    string   `json:"kind"`
-		Key     string   `json:"key"`
-		Text    string   `json:"text"`
-		Label   Label    `json:"label"`
-		Lineage []string `json:"lineage"`
-	}
 	id := receipts.RandomID("", 10)
-	var ps []part
+	var ps []grammar.Part
 	system := false
 	for i := range req.Messages {
 		m := &req.Messages[i]
@@ -102,8 +96,9 @@ func (g *Gateway) chatProjection(body []byte) (req *chatRequest, rt *routeState,
 				return req, rt, nil, nil, bad(receipts.PlanMismatch, at(i)+".content", "the system message is not the route's instruction (wire.instruction)", &m.Content)
 			}
 		case "user":
-			ps = append(ps, part{Kind: rt.front.Kind, Key: fmt.Sprintf("chat/%s/%d", id, len(ps)), Text: text,
-				Label: rt.front.Label, Lineage: rt.front.Lineage})
+			label := rt.front.Label
+			ps = append(ps, grammar.Part{Kind: rt.front.Kind, Key: fmt.Sprintf("chat/%s/%d", id, len(ps)), Text: []byte(text),
+				Label: &label, Lineage: rt.front.Lineage})
 			parts = append(parts, i)
 		default:
 			return req, rt, nil, nil, bad(receipts.MalformedRecord, at(i)+".role", "only system and user messages are accepted", nil)
@@ -114,18 +109,14 @@ func (g *Gateway) chatProjection(body []byte) (req *chatRequest, rt *routeState,
 	}
 	for i := range ps {
 		// canon encodes null slices as null; the grammar wants arrays.
-		l := &ps[i].Label
+		l := ps[i].Label
 		for _, s := range []*[]string{&l.Categories, &l.Subjects, &l.Parents, &l.Handling} {
 			if *s == nil {
 				*s = []string{}
 			}
 		}
 	}
-	proj, err = canon.Marshal(struct {
-		Schema  string `json:"schema"`
-		Profile string `json:"profile"`
-		Parts   []part `json:"parts"`
-	}{"Projection@1", "closed-diagnostic@1", ps})
+	proj, err = canon.Marshal(&grammar.Projection{Schema: grammar.ProjectionSchema, Profile: grammar.Profile, Parts: ps})
 	if err != nil {
 		return req, rt, nil, nil, err
 	}
