@@ -204,13 +204,33 @@ var ErrStart = errors.New("verifier: plugin start failed")
 // The child's stderr and go-plugin's own messages go to logger (nil
 // discards them). Start gives up, killing the child, when ctx is done.
 func Start(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger) (*Client, error) {
-	cmd, kill := command(exe, args)
+	cmd, kill, _, _, err := newCommand(exe, args, env, false)
+	if err != nil {
+		return nil, err
+	}
+	return start(ctx, cmd, kill, logger, false)
+}
+
+// newCommand is the plugin command of exe with args and (only) env; with
+// attach, where attachments are supported, the child gets the other end of
+// a new attachment channel as descriptor 3: host is this side's end, child
+// the end the caller closes once the child has started.
+func newCommand(exe string, args, env []string, attach bool) (cmd *exec.Cmd, kill context.CancelFunc, host, child *os.File, err error) {
+	cmd, kill = command(exe, args)
 	if cmd.Err != nil {
 		kill()
-		return nil, fmt.Errorf("%w: %w", ErrStart, cmd.Err)
+		return nil, nil, nil, nil, fmt.Errorf("%w: %w", ErrStart, cmd.Err)
 	}
 	cmd.Env = append([]string{}, env...)
-	return start(ctx, cmd, kill, logger, false)
+	if attach && attachSupported {
+		if host, child, err = newAttachChannel(); err != nil {
+			kill()
+			return nil, nil, nil, nil, fmt.Errorf("%w: attachment: %w", ErrStart, err)
+		}
+		cmd.Env = append(cmd.Env, attachEnv+"=3")
+		cmd.ExtraFiles = []*os.File{child}
+	}
+	return cmd, kill, host, child, nil
 }
 
 // command returns the plugin's command and the function that kills it
@@ -274,24 +294,11 @@ type startResult struct {
 // Elsewhere Verify streams them as Start's Checker does. ctx bounds the
 // start and must outlive Verify. The caller must call Close.
 func Launch(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger) (*Pending, error) {
-	cmd, kill := command(exe, args)
-	if cmd.Err != nil {
-		kill()
-		return nil, fmt.Errorf("%w: %w", ErrStart, cmd.Err)
+	cmd, kill, host, child, err := newCommand(exe, args, env, true)
+	if err != nil {
+		return nil, err
 	}
-	cmd.Env = append([]string{}, env...)
-	p := &Pending{started: make(chan startResult, 1)}
-	var child *os.File
-	if attachSupported {
-		host, ch, err := newAttachChannel()
-		if err != nil {
-			kill()
-			return nil, fmt.Errorf("%w: attachment: %w", ErrStart, err)
-		}
-		cmd.Env = append(cmd.Env, attachEnv+"=3")
-		cmd.ExtraFiles = []*os.File{ch}
-		p.attach, child = host, ch
-	}
+	p := &Pending{started: make(chan startResult, 1), attach: host}
 	ctx, p.cancel = context.WithCancel(ctx)
 	go func() {
 		c, err := start(ctx, cmd, kill, logger, p.attach != nil)

@@ -46,24 +46,11 @@ var ErrBroken = errors.New("verifier: warm plugin is broken or stopped")
 // Start, with an attachment channel as for Launch. It returns once the
 // plugin has started and hardened itself. ctx bounds the start only.
 func StartWarm(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger) (*Warm, error) {
-	cmd, kill := command(exe, args)
-	if cmd.Err != nil {
-		kill()
-		return nil, fmt.Errorf("%w: %w", ErrStart, cmd.Err)
+	cmd, kill, host, child, err := newCommand(exe, args, env, true)
+	if err != nil {
+		return nil, err
 	}
-	cmd.Env = append([]string{}, env...)
-	w := &Warm{}
-	var child *os.File
-	if attachSupported {
-		host, ch, err := newAttachChannel()
-		if err != nil {
-			kill()
-			return nil, fmt.Errorf("%w: attachment: %w", ErrStart, err)
-		}
-		cmd.Env = append(cmd.Env, attachEnv+"=3")
-		cmd.ExtraFiles = []*os.File{ch}
-		w.attach, child = host, ch
-	}
+	w := &Warm{attach: host}
 	c, err := start(ctx, cmd, kill, logger, w.attach != nil)
 	if child != nil {
 		child.Close() // the plugin has its own copy, or will never run
