@@ -29,7 +29,7 @@
 //   - the plan's wire profile is export@1, openai-chat@1 or
 //     anthropic-messages@1 (wire-profile); for export@1 the wire body is
 //     the export (a nil Wire stands for it) and the verification's
-//     wire_digest is absent or the export digest; for the others the wire
+//     wire_digest is the export digest; for the others the wire
 //     body is given, is not the export, and its sha256 is the
 //     verification's wire_digest (wire-digest);
 //   - the source digest is a keyed hmac-sha256 digest equal

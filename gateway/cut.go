@@ -64,7 +64,9 @@ func (g *Gateway) disclose(ctx context.Context, rt *routeState, projection []byt
 	tPlan := time.Since(t0)
 	in := pipeline.Input{Vocabulary: rt.vocab, Plan: plan, Projection: projection, Route: rt.approved,
 		Run: receipts.RandomID("gw-", 10), Attempt: 1}
-	if rt.reversible {
+	if rt.reversible || r.WireProfile() != receipts.WireExport {
+		// The schema rehydrates a reversible answer, and renders a provider
+		// request in either mode.
 		in.Schema = rt.schema
 	}
 	cut, err := g.p.Prepare(ctx, in)

@@ -198,6 +198,13 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	docs = append(docs, wired("chat", standin.OpenAIPath), wired("chat-429", "/"+standin.RateLimited+"-1"+standin.OpenAIPath),
 		wired("chat-ceiling", "/"+standin.RateLimited+"-99"+standin.OpenAIPath))
+	// An irreversible provider route binds the schema too: it renders the
+	// request.
+	irr := base("chat-irr", provider.URL+standin.OpenAIPath, "irreversible")
+	irr["wire"] = map[string]any{"profile": "openai-chat@1", "model": "gpt-test", "instruction": string(examples.Instruction),
+		"max_output_tokens": 4096}
+	irr["output_schema_digest"] = s.Digest()
+	docs = append(docs, irr)
 	var routes []any
 	for _, r := range docs {
 		name := r["name"].(string)

@@ -94,3 +94,27 @@ func TestWireRoutes(t *testing.T) {
 	}
 	leasesNotActive(t, e)
 }
+
+// TestWireIrreversibleRoute: an irreversible openai-chat@1 route renders
+// its request with the route's schema: the provider receives the sealed
+// body, and the answer comes back as the provider gave it, tokens and all.
+func TestWireIrreversibleRoute(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.openaiClient(true)
+	msgs := append([]openai.ChatCompletionMessageParamUnion{openai.SystemMessage(string(examples.Instruction))}, userMessages(exampleTexts(t))...)
+	comp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "chat-irr", Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(comp.Choices[0].Message.Content, "redacted:module:") {
+		t.Errorf("the irreversible answer holds no irreversible token: %.200s", comp.Choices[0].Message.Content)
+	}
+	e.noOwnerValues("the answer", comp.Choices[0].Message.Content)
+	var res gateway.Result
+	mustJSON(t, []byte(comp.JSON.ExtraFields["privacycut"].Raw()), &res)
+	reqs := e.provider.Requests()
+	if len(reqs) != 1 || receipts.SHA256(reqs[0].Body) != res.BodyDigest {
+		t.Fatalf("%d provider requests, body digest not the result's", len(reqs))
+	}
+	e.noOwnerValues("the provider's request", string(reqs[0].Body))
+}

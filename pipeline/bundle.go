@@ -81,6 +81,9 @@ func (p *Pipeline) VerifyBundle(ctx context.Context, in Reverify) (receipts.Veri
 	if n := len(b.Receipts); n == 0 || b.LabelDigest != b.Receipts[n-1].LabelDigest {
 		return verifier.Unverifiable("bundle: label_digest is not the terminal receipt's"), nil
 	}
+	if (b.Wire == nil) != (b.WireDigest == "") || (b.Wire != nil && b.WireDigest != receipts.SHA256(b.Wire)) {
+		return verifier.Unverifiable("bundle: wire_digest is not the sha256 of its wire"), nil
+	}
 	// A plan that does not decode fails the verifier's plan claim.
 	var plan receipts.Plan
 	if b.Lease != nil && canon.Unmarshal(in.Plan, &plan, canon.Options{}) == nil && plan.Mode != receipts.ModeReversible {

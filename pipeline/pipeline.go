@@ -277,7 +277,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 	// answer that could not be rehydrated is not asked for. A wire profile
 	// other than export@1 needs it to render the request.
 	if in.Schema != nil {
-		if _, err := p.CheckSchema(in.Plan.fields.OutputSchemaDigest, in.Schema); err != nil {
+		if err := p.checkPlanSchema(&in.Plan.fields, in.Schema); err != nil {
 			return nil, err
 		}
 	}

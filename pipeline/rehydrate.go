@@ -11,6 +11,7 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/vault/vaultapi"
+	"github.com/privacycut/privacycut/wire"
 )
 
 // Rehydrated is an answer rehydrated inside the vault: the result (it holds
@@ -45,6 +46,27 @@ func (p *Pipeline) CheckSchema(planDigest string, schema []byte) (*rehydrate.Sch
 			"output_schema_digest", "the schema is not the plan's output schema", nil)
 	}
 	return s, nil
+}
+
+// checkPlanSchema checks the schema a cut is given against its plan: for a
+// reversible plan it must be of the rehydration subset (CheckSchema); for
+// an irreversible plan of a provider profile it only renders the request,
+// and must be a schema the wire profile can send (wire.ParseSchema). Either
+// way its digest is the plan's output_schema_digest.
+func (p *Pipeline) checkPlanSchema(plan *receipts.Plan, schema []byte) error {
+	if plan.Mode == receipts.ModeReversible {
+		_, err := p.CheckSchema(plan.OutputSchemaDigest, schema)
+		return err
+	}
+	s, err := wire.ParseSchema(schema)
+	if err != nil {
+		return p.wireRefusal(err)
+	}
+	if plan.OutputSchemaDigest == "" || s.Digest() != plan.OutputSchemaDigest {
+		return p.refuse([]receipts.Refusal{{Code: receipts.PlanMismatch, Part: -1, Kind: "schema"}},
+			"output_schema_digest", "the schema is not the plan's output schema", nil)
+	}
+	return nil
 }
 
 // Rehydrate asks the vault to rehydrate ret, the answer to the reversible

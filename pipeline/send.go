@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -93,7 +94,10 @@ func (p *Pipeline) Send(ctx context.Context, cut *Cut, opt SendOptions) (*Sent, 
 	if !cut.Sealed() {
 		return nil, errors.New("pipeline: send: the cut is not sealed")
 	}
-	body := cut.Body()
+	// The bytes are copied out of the cut: net/http may read a request
+	// body after Do returns, and the cut's buffer (Options.Buffer) may be
+	// unmapped by then.
+	body := bytes.Clone(cut.Body())
 	s := &Sent{Target: cut.Plan.Target, Lease: cut.Lease, Bytes: len(body), BodyDigest: receipts.SHA256(body)}
 	if cut.Lease != "" {
 		s.LeaseState = lease.Active.String()
@@ -159,7 +163,7 @@ func (p *Pipeline) deliveryError(err error, res egress.Result) error {
 		}
 		reason := de.Outcome
 		if de.Stopped != "" {
-			reason += ", " + de.Stopped
+			reason += "/" + de.Stopped // as the journal spells it
 		}
 		return &UpstreamError{Code: de.Code, Status: res.Status, Reason: reason, Err: de}
 	}

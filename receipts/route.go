@@ -36,3 +36,12 @@ type Route struct {
 
 	MaxParents int `json:"max_parents"`
 }
+
+// WireProfile returns the route's wire profile name, WireExport when the
+// route has none.
+func (r *Route) WireProfile() string {
+	if r.Wire == nil {
+		return WireExport
+	}
+	return r.Wire.Profile
+}

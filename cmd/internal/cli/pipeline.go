@@ -58,10 +58,12 @@ func (c *Cmd) newPipeline(key *receipts.EvidenceKey, v pipeline.Verifier, vault 
 func (c *Cmd) pipelineError(asJSON bool, err error) error {
 	var re *pipeline.RefusedError
 	if errors.As(err, &re) {
-		if re.Field != "" {
+		switch {
+		case re.Field != "" && re.Detail != "":
+			c.errorf("%s: plan field %s does not hold: %s", c.name, re.Field, re.Detail)
+		case re.Field != "":
 			c.errorf("%s: plan field %s does not hold", c.name, re.Field)
-		}
-		if re.Detail != "" {
+		case re.Detail != "":
 			c.errorf("%s: %s", c.name, re.Detail)
 		}
 		if re.Err != nil && len(re.Document.Reasons) > 0 && re.Document.Reasons[0].Kind == "vault" {

@@ -95,7 +95,7 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 		Quarantine: func(answer []byte) error { return qf.commit(answer) }})
 	res := sendResult{Lease: nil}
 	if sent != nil {
-		res = sendResult{Decisions: sent.Decisions, Tries: sent.Tries, Target: sent.Target, Bytes: sent.Bytes,
+		res = sendResult{Decisions: sent.Decisions, Tries: append([]egress.Try{}, sent.Tries...), Target: sent.Target, Bytes: sent.Bytes,
 			BodyDigest: sent.BodyDigest, Status: sent.Status, LeaseState: sent.LeaseState, Rehydrated: sent.Rehydrated}
 		if sent.Answer != nil {
 			res.Quarantine, res.Answer = qpath, receipts.SHA256(sent.Answer)
