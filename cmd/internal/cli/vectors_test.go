@@ -67,7 +67,8 @@ func TestVectorsThroughCutVerify(t *testing.T) {
 			bb = bytes.Replace(bb, []byte(`"receipts":null`), append([]byte(`"receipts":`), bytes.TrimSpace(f["receipts.json"])...), 1)
 			// A provider profile's wire body and output schema, as written.
 			if w, ok := f["wire.json"]; ok {
-				bb = bytes.Replace(bb, []byte(`"verification":`), append(append([]byte(`"wire":`), bytes.TrimSpace(w)...), []byte(`,"output_schema":`+string(bytes.TrimSpace(f["schema.json"]))+`,"verification":`)...), 1)
+				w = bytes.TrimSpace(w)
+				bb = bytes.Replace(bb, []byte(`"verification":`), append(append([]byte(`"wire":`), w...), []byte(`,"wire_digest":"`+receipts.SHA256(w)+`","output_schema":`+string(bytes.TrimSpace(f["schema.json"]))+`,"verification":`)...), 1)
 			}
 			args := []string{"verify", "--verifier", "inprocess", "--json", "--evidence-key", keyPath,
 				"--vocab", e.write(t, "vocab.json", string(f["vocab.json"])),
@@ -92,6 +93,15 @@ func TestVectorsThroughCutVerify(t *testing.T) {
 			if expect == "pass" {
 				if code != ExitOK || v.Verdict != receipts.VerdictPass {
 					t.Fatalf("exit %d, failed %v", code, v.Failed())
+				}
+				if w, ok := f["wire.json"]; ok {
+					// The bundle's wire_digest must be its wire's.
+					forged := bytes.Replace(bb, []byte(receipts.SHA256(bytes.TrimSpace(w))), []byte(receipts.SHA256([]byte("other"))), 1)
+					args[len(args)-1] = e.write(t, "forged.json", string(forged))
+					code, out, _ := e.run(t, args...)
+					if code != ExitVerifyNo || !bytes.Contains(out, []byte("wire_digest is not the sha256 of its wire")) {
+						t.Fatalf("a bundle with another wire_digest: exit %d\n%s", code, out)
+					}
 				}
 				return
 			}
