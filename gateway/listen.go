@@ -3,12 +3,10 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
-	"time"
+
+	"github.com/privacycut/privacycut/internal/unixsock"
 )
 
 // peerListener serves only peers whose uid (SO_PEERCRED, read from the
@@ -43,52 +41,16 @@ func (l *peerListener) Accept() (net.Conn, error) {
 	}
 }
 
-// listenUnix listens on path: its directory is created 0700 or must be a
-// directory of the gateway's user without group or other bits (its owner
-// could replace the socket), a socket left there by a stopped process is
-// removed, one that answers refuses the start, and the new socket is 0600.
+// listenUnix listens on path (internal/unixsock states how the socket and
+// its directory are made and checked); a refusal is a listen.unix
+// configuration error.
 func listenUnix(path string) (*net.UnixListener, error) {
-	dir := filepath.Dir(path)
-	fi, err := os.Lstat(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return nil, err
-		}
-	case err != nil:
-		return nil, err
-	case !fi.IsDir():
-		return nil, configErr("listen.unix", dir+" is not a directory")
-	case fi.Mode().Perm()&0o077 != 0:
-		return nil, configErr("listen.unix", fmt.Sprintf("directory %s has mode %#o; want 0700", dir, fi.Mode().Perm()))
-	case !ownedByEUID(fi):
-		return nil, configErr("listen.unix", "directory "+dir+" is not owned by the gateway's user")
+	l, err := unixsock.Listen(path)
+	var e *unixsock.Error
+	if errors.As(err, &e) {
+		return nil, configErr("listen.unix", e.Error())
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, configErr("listen.unix", path+" exists and is not a socket")
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, configErr("listen.unix", "something already listens on "+path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, err
-		}
-	}
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, err
-	}
-	l.SetUnlinkOnClose(true)
-	return l, nil
+	return l, err
 }
 
 // listenTCP listens on a loopback address, and checks that the address

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"syscall"
+
+	"github.com/privacycut/privacycut/internal/unixsock"
 )
 
 // token is the bearer token of the TCP listener. It redacts itself in every
@@ -117,15 +119,10 @@ func checkSecretFile(path string, fi os.FileInfo, max int64) error {
 		return &ConfigError{Field: "listen.token_file", Reason: path + ": not a regular file"}
 	case fi.Mode().Perm()&0o077 != 0:
 		return &ConfigError{Field: "listen.token_file", Reason: fmt.Sprintf("%s: mode %#o grants group or other access; want 0600", path, fi.Mode().Perm())}
-	case !ownedByEUID(fi):
+	case !unixsock.OwnedByEUID(fi):
 		return &ConfigError{Field: "listen.token_file", Reason: path + ": not owned by the gateway's user"}
 	case fi.Size() > max:
 		return &ConfigError{Field: "listen.token_file", Reason: path + ": larger than the limit"}
 	}
 	return nil
-}
-
-func ownedByEUID(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Geteuid()
 }

@@ -15,20 +15,21 @@ const module = "github.com/privacycut/privacycut"
 // its sub-packages), the project packages it may depend on, directly or not.
 // A package not listed may depend on anything (commands, tests, cmd/internal/cli).
 var policy = map[string][]string{
-	"canon":            {},
-	"receipts":         {"canon"},
-	"grammar":          {"receipts", "canon"},
-	"censor":           {"grammar", "receipts", "canon"},
-	"verifier":         {"receipts", "canon", "verifier", "internal/bigbuf"},
-	"verifier/plugin":  {"receipts", "canon", "verifier", "internal/bigbuf"},
-	"egress":           {"receipts", "canon", "verifier", "internal/durable", "internal/bigbuf"},
-	"wire":             {"receipts", "canon"},
-	"lease":            {"receipts", "canon"},
-	"rehydrate":        {"receipts", "canon"},
-	"vault":            {"vault", "lease", "rehydrate", "receipts", "canon", "internal/durable"},
-	"internal/durable": {},
-	"internal/gen":     {},
-	"internal/bigbuf":  {},
+	"canon":             {},
+	"receipts":          {"canon"},
+	"grammar":           {"receipts", "canon"},
+	"censor":            {"grammar", "receipts", "canon"},
+	"verifier":          {"receipts", "canon", "verifier", "internal/bigbuf"},
+	"verifier/plugin":   {"receipts", "canon", "verifier", "internal/bigbuf"},
+	"egress":            {"receipts", "canon", "verifier", "internal/durable", "internal/bigbuf"},
+	"wire":              {"receipts", "canon"},
+	"lease":             {"receipts", "canon"},
+	"rehydrate":         {"receipts", "canon"},
+	"vault":             {"vault", "lease", "rehydrate", "receipts", "canon", "internal/durable", "internal/unixsock"},
+	"internal/durable":  {},
+	"internal/unixsock": {},
+	"internal/gen":      {},
+	"internal/bigbuf":   {},
 	// vaultd's early re-execution under GOTRACEBACK=none links nothing.
 	"cmd/vaultd/internal/tbexec": {},
 	"importer":                   {"grammar", "receipts", "canon"},
@@ -39,7 +40,7 @@ var policy = map[string][]string{
 	// the pipeline, and links only the vault's light half (the client):
 	// never the vault's service, its store or Badger (TestVaultClientIsLight).
 	"gateway": append([]string{"pipeline", "grammar", "censor", "egress", "route", "rehydrate", "verifier", "wire",
-		"internal/durable", "internal/bigbuf", "vault/client", "vault/vaultapi", "vault/internal/vaultpb",
+		"internal/durable", "internal/bigbuf", "internal/unixsock", "vault/client", "vault/vaultapi", "vault/internal/vaultpb",
 		"vault/internal/rpc"}, vaultLight...),
 
 	// The vault's light half (the call types and errors, the gRPC glue

@@ -3,18 +3,16 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/privacycut/privacycut/internal/unixsock"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/vault/internal/rpc"
 	"github.com/privacycut/privacycut/vault/internal/vaultpb"
@@ -122,52 +120,15 @@ func (s *Server) GracefulStop() { s.grpc.GracefulStop() }
 // Stop closes every connection at once.
 func (s *Server) Stop() { s.grpc.Stop() }
 
-// Listen creates the unix socket at path: its directory is created 0700
-// (an existing one must not grant group or other access), a stale socket
-// left by a killed vaultd is removed (a live one is refused), and the
-// socket is made 0600.
+// Listen creates the unix socket at path as internal/unixsock does: its
+// directory 0700 and vaultd's (an existing one must not grant group or
+// other access), a stale socket left by a killed vaultd removed, a live one
+// refused, the socket 0600.
 func Listen(path string) (net.Listener, error) {
-	dir := filepath.Dir(path)
-	fi, err := os.Lstat(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return nil, err
-		}
-	case err != nil:
-		return nil, err
-	case !fi.IsDir():
-		return nil, fmt.Errorf("server: socket directory %s is not a directory", dir)
-	case fi.Mode().Perm()&0o077 != 0:
-		return nil, fmt.Errorf("server: socket directory %s has mode %#o; want 0700", dir, fi.Mode().Perm())
-	case !ownedByEUID(fi):
-		// Its owner could replace the socket with one of their own.
-		return nil, fmt.Errorf("server: socket directory %s is not owned by vaultd's uid", dir)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("server: %s exists and is not a socket", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("server: a vault is already listening on %s", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, err
-		}
-	}
-	l, err := net.Listen("unix", path)
+	l, err := unixsock.Listen(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("server: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, err
-	}
-	l.(*net.UnixListener).SetUnlinkOnClose(true)
 	return l, nil
 }
 
@@ -455,9 +416,3 @@ func (s *handler) ProveErasure(ss grpc.ClientStreamingServer[vaultpb.ProveErasur
 }
 
 var _ io.Reader = (*chunkReader)(nil)
-
-// ownedByEUID reports whether fi belongs to this process's effective uid.
-func ownedByEUID(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int64(st.Uid) == int64(os.Geteuid())
-}

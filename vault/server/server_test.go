@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/privacycut/privacycut/internal/unixsock"
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/rehydrate"
@@ -384,7 +385,7 @@ func TestListen(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 || di.Mode().Perm() != 0o700 {
 		t.Errorf("socket %v dir %v", fi.Mode(), di.Mode())
 	}
-	if _, err := Listen(sock); err == nil || !strings.Contains(err.Error(), "already listening") {
+	if _, err := Listen(sock); !errors.Is(err, unixsock.ErrInUse) {
 		t.Errorf("second Listen on a live socket: %v", err)
 	}
 	// A stale socket (nobody listening) is replaced.
