@@ -72,8 +72,14 @@ func BenchmarkRehydrateVault(b *testing.B) {
 	}
 	ek := evidence(b)
 	ps := benchPairs()
+	sch, err := rehydrate.ParseSchema([]byte(benchSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
 	grantBound := func() (string, []byte) {
-		res, err := v.CreateLease(ctx, principal, request(b, v, ps))
+		creq := request(b, v, ps)
+		creq.OutputSchemaDigest = sch.Digest()
+		res, err := v.CreateLease(ctx, principal, creq)
 		if err != nil {
 			b.Fatal(err)
 		}
