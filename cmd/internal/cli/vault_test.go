@@ -357,3 +357,32 @@ func TestVaultStorageLow(t *testing.T) {
 		t.Errorf("status --json below the floor: %+v", st.Storage)
 	}
 }
+
+// TestVaultSocketNotVaultd: a socket that accepts connections but is not
+// vaultd (it hangs up at once) is exit 1 naming the socket, with no
+// refusal document: the command could not ask the vault anything.
+func TestVaultSocketNotVaultd(t *testing.T) {
+	e := newTestEnv(t)
+	sock := filepath.Join(e.dir, "other.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	for _, args := range [][]string{{"vault", "status"}, {"lease", "list"}, {"vault", "rotate", "--json"}} {
+		code, out, errb := e.run(t, append(args, "--vault", sock)...)
+		want := "vault socket " + sock + " does not answer (the connection failed): is vaultd running"
+		if code != ExitError || len(out) != 0 || !strings.Contains(string(errb), want) {
+			t.Errorf("%v: exit %d: %q %s", args, code, out, errb)
+		}
+	}
+}
