@@ -111,6 +111,30 @@ func TestZshCompletion(t *testing.T) {
 	if out, err := exec.Command(zsh, "-n", script).CombinedOutput(); err != nil {
 		t.Fatalf("zsh -n: %v\n%s", err, out)
 	}
+	// Sourced with stand-ins for compdef, compadd and _files, the function
+	// offers what the words before the cursor call for.
+	prog := `compdef() { :; }
+source ` + shellQuote(script) + `
+compadd() { shift; local a=$1; print -r -- "${(P@)a}"; }
+_files() { print FILES; }
+t() { words=("$@"); CURRENT=$#words; PREFIX=${words[-1]}; _cut; }
+t cut ""; t cut vault ""; t cut check --j; t cut check proj; t cut frob ""
+`
+	out, err := exec.Command(zsh, "-c", prog).CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh: %v\n%s", err, out)
+	}
+	var top []string
+	for _, c := range cmds {
+		if !strings.Contains(c.Name, " ") {
+			top = append(top, c.Name)
+		}
+	}
+	want := strings.Join(top, " ") + " help --help --version\n" +
+		"backup prove-erasure restore rotate status\n--help --json --max-parents --show-text --vocab\nFILES\nFILES\n"
+	if string(out) != want {
+		t.Errorf("zsh completion:\n%s\nwant\n%s", out, want)
+	}
 }
 
 // TestCompletionUsage: no shell, two, or an unknown one is a usage error
