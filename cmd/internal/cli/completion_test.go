@@ -74,6 +74,8 @@ func TestBashCompletion(t *testing.T) {
 		{[]string{"privacycut", "check", "--vocab", "v.json", "--j"}, "--json"},
 		{[]string{"privacycut", "plan", "init", "--exp"}, "--expires"},
 		{[]string{"privacycut", "vault", "status", "--vault", "s", "--"}, "--help --json --vault"},
+		{[]string{"privacycut", "completion", ""}, "bash zsh"},
+		{[]string{"privacycut", "completion", "--"}, "--help"},
 		{[]string{"privacycut", "check", "proj"}, ""},  // a file name: bash's default
 		{[]string{"privacycut", "frobnicate", ""}, ""}, // not a command
 		{[]string{"privacycut", "--version", "x"}, ""}, // top-level flags take nothing
@@ -118,7 +120,7 @@ source ` + shellQuote(script) + `
 compadd() { shift; local a=$1; print -r -- "${(P@)a}"; }
 _files() { print FILES; }
 t() { words=("$@"); CURRENT=$#words; PREFIX=${words[-1]}; _cut; }
-t cut ""; t cut vault ""; t cut check --j; t cut check proj; t cut frob ""
+t cut ""; t cut vault ""; t cut check --j; t cut check proj; t cut frob ""; t cut completion ""
 `
 	out, err := exec.Command(zsh, "-c", prog).CombinedOutput()
 	if err != nil {
@@ -131,7 +133,7 @@ t cut ""; t cut vault ""; t cut check --j; t cut check proj; t cut frob ""
 		}
 	}
 	want := strings.Join(top, " ") + " help --help --version\n" +
-		"backup prove-erasure restore rotate status\n--help --json --max-parents --show-text --vocab\nFILES\nFILES\n"
+		"backup prove-erasure restore rotate status\n--help --json --max-parents --show-text --vocab\nFILES\nFILES\nbash zsh\n"
 	if string(out) != want {
 		t.Errorf("zsh completion:\n%s\nwant\n%s", out, want)
 	}
