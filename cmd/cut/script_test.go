@@ -18,6 +18,8 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"cut": func() { os.Exit(cli.Main(context.Background(), append([]string{"cut"}, os.Args[1:]...))) },
+		// The same program installed under the name make install gives it.
+		"privacycut": func() { os.Exit(cli.Main(context.Background(), append([]string{"privacycut"}, os.Args[1:]...))) },
 	})
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func TestFlagValues(t *testing.T) {
 			if flags[0] == "--min-free" {
 				want = "--min-free must be 0 (disabled) or positive"
 			}
-			if code := run(args, &errb, nil); code != 2 || !strings.Contains(errb.String(), want) {
+			if code := run(args, io.Discard, &errb, nil); code != 2 || !strings.Contains(errb.String(), want) {
 				t.Fatalf("exit %d: %s", code, errb.String())
 			}
 			if entries, _ := os.ReadDir(d); len(entries) != 0 {
@@ -63,4 +64,38 @@ func TestLeaseLimitFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	grant(t, c, ps, false)
+}
+
+// TestHelpVersion: -h, -help and --help print the usage line, the summary
+// and every flag with its default on stdout and exit 0; --version prints
+// the build's version; an unknown flag or a missing one is exit 2 on
+// stderr with nothing on stdout.
+func TestHelpVersion(t *testing.T) {
+	for _, arg := range []string{"-h", "-help", "--help"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{arg}, &out, &errb, nil); code != 0 || errb.Len() != 0 {
+			t.Fatalf("%s: exit %d: %s", arg, code, errb.String())
+		}
+		for _, want := range []string{"usage: vaultd --state-dir D --key-dir K --socket S", "privacycut's local vault",
+			"\n  --socket path\n", "\n  --stop-timeout duration\n", "(default 20s)", `(default "local")`, "\n  --version\n"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%s: no %q in\n%s", arg, want, out.String())
+			}
+		}
+		if strings.Contains(out.String(), "Usage of") {
+			t.Errorf("%s: Go's default usage", arg)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"--version"}, &out, &errb, nil); code != 0 || !strings.HasPrefix(out.String(), "vaultd (privacycut) ") {
+		t.Fatalf("--version: exit %d: %q %q", code, out.String(), errb.String())
+	}
+	for _, args := range [][]string{{"--frob"}, {}, {"--state-dir", "x"}} {
+		out.Reset()
+		errb.Reset()
+		if code := run(args, &out, &errb, nil); code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), "usage: vaultd ") ||
+			!strings.Contains(errb.String(), "(vaultd --help for its flags)") {
+			t.Errorf("%v: exit %d: %q %q", args, code, out.String(), errb.String())
+		}
+	}
 }

@@ -28,10 +28,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/privacycut/privacycut/cmd/internal/buildinfo"
+	"github.com/privacycut/privacycut/cmd/internal/flaghelp"
+	"github.com/privacycut/privacycut/cmd/internal/vaultdflags"
 	"github.com/privacycut/privacycut/cmd/vaultd/internal/tbexec"
 	"github.com/privacycut/privacycut/vault/crash"
 	"github.com/privacycut/privacycut/vault/harden"
@@ -41,53 +42,36 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr, tbexec.Err))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, tbexec.Err))
 }
 
-// uidList is the repeatable --allow-uid flag.
-type uidList []uint32
+const usage = "usage: vaultd " + vaultdflags.Synopsis
 
-func (u *uidList) String() string {
-	s := make([]string, len(*u))
-	for i, v := range *u {
-		s[i] = strconv.FormatUint(uint64(v), 10)
-	}
-	return strings.Join(s, ",")
-}
-
-func (u *uidList) Set(v string) error {
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil {
-		return errors.New("not a uid")
-	}
-	*u = append(*u, uint32(n))
-	return nil
-}
-
-const usage = "usage: vaultd --state-dir D --key-dir K --socket S [--station NAME] [--max-lease DUR] [--arena-size BYTES] [--allow-uid UID]... [--max-leases-per-uid N] [--max-erasure-proofs-per-uid N] [--min-free BYTES] [--stop-timeout DUR]"
-
-func run(args []string, stderr io.Writer, execErr error) int {
+func run(args []string, stdout, stderr io.Writer, execErr error) int {
 	fs := flag.NewFlagSet("vaultd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	stateDir := fs.String("state-dir", "", "Badger `directory` for leases and map ciphertext")
-	keyDir := fs.String("key-dir", "", "key `directory` (epoch keys, wrapped data keys); never back it up")
-	socket := fs.String("socket", "", "unix socket `path`; its directory is made 0700")
-	station := fs.String("station", service.DefaultStation, "this vault's station `name`")
-	maxLease := fs.Duration("max-lease", service.DefaultMaxLease, "maximum lease `lifetime`")
-	arenaSize := fs.Int("arena-size", service.DefaultArenaSize, "secret arena size in `bytes` (within RLIMIT_MEMLOCK)")
-	var allow uidList
-	fs.Var(&allow, "allow-uid", "`uid` allowed to connect (repeatable; default: vaultd's own uid)")
-	maxLeases := fs.Int("max-leases-per-uid", service.DefaultMaxLeasesPerPrincipal,
-		"live (ACTIVE or CLAIMED) leases one peer uid may hold; one more grant is LIMIT_EXCEEDED")
-	maxProofs := fs.Int("max-erasure-proofs-per-uid", service.DefaultMaxScratchPerPrincipal,
-		"erasure proofs (each a backup in memory and a scratch store) one peer uid may run at once; one more is LIMIT_EXCEEDED")
-	minFree := fs.Int64("min-free", service.DefaultMinFree, "free-space floor in `bytes` of the state and key directories' file systems: below it new grants, rotations and restores are refused (LIMIT_EXCEEDED) and a stop leaves Badger's log to replay instead of flushing it; 0 disables")
-	stopTimeout := fs.Duration("stop-timeout", DefaultStopTimeout, "bound on a stop after SIGTERM or SIGINT (`duration`); past it, or at a second signal, vaultd exits 1 naming what had not closed")
+	fs.SetOutput(io.Discard)
+	cfg := vaultdflags.Define(fs)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // -h
+			printHelp(stdout, fs)
+			return 0
+		}
+		fmt.Fprintf(stderr, "vaultd: %v\n%s\n(vaultd --help for its flags)\n", err, usage)
 		return 2
 	}
+	switch {
+	case cfg.Help:
+		printHelp(stdout, fs)
+		return 0
+	case cfg.Version:
+		fmt.Fprintln(stdout, buildinfo.Version("vaultd"))
+		return 0
+	}
+	stateDir, keyDir, socket, station := &cfg.StateDir, &cfg.KeyDir, &cfg.Socket, &cfg.Station
+	maxLease, arenaSize, allow := &cfg.MaxLease, &cfg.ArenaSize, cfg.Allow
+	maxLeases, maxProofs, minFree, stopTimeout := &cfg.MaxLeases, &cfg.MaxProofs, &cfg.MinFree, &cfg.StopTimeout
 	if *stateDir == "" || *keyDir == "" || *socket == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, usage)
+		fmt.Fprintf(stderr, "%s\n(vaultd --help for its flags)\n", usage)
 		return 2
 	}
 	// A zero or negative value is refused, not taken as "the default": an
@@ -188,4 +172,13 @@ func run(args []string, stderr io.Writer, execErr error) int {
 	}
 	log.Info("vaultd: stopped", "exit", code)
 	return code
+}
+
+// printHelp prints vaultd's usage line, description and flags.
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "%s\n       vaultd --version\n\n%s.\n\nflags:\n", usage, vaultdflags.Summary)
+	for _, f := range flaghelp.List(fs) {
+		fmt.Fprintf(w, "  %s\n%s\n", f.Spec(), flaghelp.Indent(flaghelp.Wrap(f.Help(), 72), "        "))
+	}
+	fmt.Fprintln(w, "\nSee vaultd(8) and docs/OPERATIONS.md.")
 }

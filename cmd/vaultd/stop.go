@@ -8,11 +8,13 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/privacycut/privacycut/cmd/internal/vaultdflags"
 )
 
 // DefaultStopTimeout bounds a stop: well under systemd's default of 90 s
 // between SIGTERM and SIGKILL.
-const DefaultStopTimeout = 20 * time.Second
+const DefaultStopTimeout = vaultdflags.DefaultStopTimeout
 
 // stopper turns SIGTERM, SIGINT and SIGQUIT into one stop request and
 // bounds the stop. The first signal (or a storage failure, Begin) starts

@@ -38,6 +38,9 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Prog is the name the program was run as (the base of argv[0]),
+	// used in usage lines, help and messages; "cut" when empty.
+	Prog string
 }
 
 // OSEnv is the environment of the real process.
@@ -48,11 +51,15 @@ func OSEnv() Env {
 // Cmd is one invocation of cut.
 type Cmd struct {
 	Env
-	name    string   // "cut check", for messages
+	prog    string   // "cut", or the name it was installed as ("privacycut")
+	name    string   // "cut check" (prog and the command), for messages
 	cmd     *command // the command being run
 	sock    string   // the vault socket dialed, for a plugin verifier to dial too
 	frees   []func() // of the buffers from c.buffer, called when Run returns
 	closers []func() // of the command's pipelines, called before the frees
+	// describe, when set, receives the FlagSet of the command at its
+	// parse, which then returns errDescribed (Commands).
+	describe **flag.FlagSet
 }
 
 // buffer returns a zeroed buffer of n bytes that stays valid until Run
@@ -88,7 +95,11 @@ func Run(ctx context.Context, args []string, env Env) int {
 	if env.Stdin == nil {
 		env.Stdin = strings.NewReader("")
 	}
-	c := &Cmd{Env: env, name: "cut"}
+	prog := env.Prog
+	if prog == "" {
+		prog = "cut"
+	}
+	c := &Cmd{Env: env, prog: prog, name: prog}
 	defer c.release()
 	switch {
 	case len(args) == 0:
@@ -101,18 +112,31 @@ func Run(ctx context.Context, args []string, env Env) int {
 		// cut help COMMAND is cut COMMAND -h.
 		return c.exit(ctx, c.dispatch(ctx, append(args[1:], "-h")))
 	case args[0] == "--version" || args[0] == "-version" || args[0] == "version":
-		fmt.Fprintln(c.Stdout, buildinfo.Version("cut"))
+		if len(args) > 1 {
+			c.errorf("%s takes no arguments", args[0])
+			return ExitUsage
+		}
+		fmt.Fprintln(c.Stdout, buildinfo.Version(c.prog))
 		return ExitOK
 	}
 	return c.exit(ctx, c.dispatch(ctx, args))
 }
 
 func (c *Cmd) errorf(format string, args ...any) {
-	fmt.Fprintf(c.Stderr, "cut: error: "+format+"\n", args...)
+	fmt.Fprintf(c.Stderr, c.prog+": error: "+format+"\n", args...)
 }
 
 func (c *Cmd) hintf(format string, args ...any) {
-	fmt.Fprintf(c.Stderr, "cut: hint: "+format+"\n", args...)
+	fmt.Fprintf(c.Stderr, c.prog+": hint: "+format+"\n", args...)
+}
+
+// canonical is the command's name as the journal records it ("cut
+// check"), whatever name the program was installed under.
+func (c *Cmd) canonical() string {
+	if c.cmd == nil {
+		return "cut"
+	}
+	return "cut " + c.cmd.name
 }
 
 // Typed errors decide the exit code.
@@ -171,7 +195,19 @@ func (c *Cmd) exit(ctx context.Context, err error) int {
 		c.errorf("%s: interrupted", c.name)
 		return ExitError
 	}
+	err = c.vaultDown(err)
 	c.errorf("%s: %v", c.name, err)
+	var vd *vaultDownError
+	if errors.As(err, &vd) {
+		sock := vd.sock
+		if sock == "" {
+			sock = "SOCK"
+		}
+		c.hintf("start it with: vaultd --state-dir DIR --key-dir DIR --socket %s (docs/OPERATIONS.md)", sock)
+		if c.cmd != nil && c.cmd.name == "demo" && vd.sock != "" {
+			c.hintf("without --vault and PRIVACYCUT_VAULT the demo runs a vault of its own")
+		}
+	}
 	return ExitError
 }
 
@@ -188,6 +224,10 @@ func (c *Cmd) flags(name string) *flag.FlagSet {
 // parse parses flags, allowing them to follow positional arguments
 // (`cut check PROJ --json`), and returns the positional arguments.
 func (c *Cmd) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	if c.describe != nil {
+		*c.describe = fs
+		return nil, errDescribed
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -195,7 +235,7 @@ func (c *Cmd) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 				c.printHelp(fs)
 				return nil, errHelpShown
 			}
-			return nil, &usageError{err.Error() + "\n(cut " + strings.TrimPrefix(c.name, "cut ") + " -h for its flags)"}
+			return nil, &usageError{err.Error() + "\n(" + c.name + " -h for its flags)"}
 		}
 		args = fs.Args()
 		if len(args) == 0 {

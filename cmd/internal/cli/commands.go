@@ -8,6 +8,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/privacycut/privacycut/cmd/internal/flaghelp"
 )
 
 // command is one command of cut: a leaf ("check", "vault status") that
@@ -37,9 +39,14 @@ func registerGroup(name, summary string) {
 	groups[name] = &command{name: name, summary: summary}
 }
 
-// usageLine is "usage: cut NAME SYNOPSIS".
-func (cmd *command) usageLine() string {
-	return strings.TrimSpace("usage: cut " + cmd.name + " " + cmd.synopsis)
+// usageLine is "usage: PROG NAME SYNOPSIS".
+func (cmd *command) usageLine(prog string) string {
+	return "usage: " + cmd.synopsisLine(prog)
+}
+
+// synopsisLine is "PROG NAME SYNOPSIS".
+func (cmd *command) synopsisLine(prog string) string {
+	return strings.TrimSpace(prog + " " + cmd.name + " " + cmd.synopsis)
 }
 
 // leaves returns the leaves of group name ("" for the top level: every
@@ -71,7 +78,7 @@ func (c *Cmd) dispatch(ctx context.Context, args []string) error {
 	g, ok := groups[word]
 	if !ok {
 		c.errorf("unknown command %q", word)
-		c.hintf("run cut --help for the list of commands")
+		c.hintf("run %s --help for the list of commands", c.prog)
 		return errUsageShown
 	}
 	if len(args) == 1 {
@@ -92,7 +99,7 @@ func (c *Cmd) dispatch(ctx context.Context, args []string) error {
 }
 
 func (c *Cmd) runCommand(ctx context.Context, cmd *command, args []string) error {
-	c.name, c.cmd = "cut "+cmd.name, cmd
+	c.name, c.cmd = c.prog+" "+cmd.name, cmd
 	return cmd.run(ctx, c, args)
 }
 
@@ -103,13 +110,16 @@ var errUsageShown = errors.New("usage shown")
 // errHelpShown: help was asked for and printed on stdout; exit 0.
 var errHelpShown = errors.New("help shown")
 
+// about is the paragraph that describes cut in its help and manual.
+const about = "cut cuts private material out of a model input before it leaves the host: a " +
+	"censor and an independent verifier, a seal and an egress gate, and a vault for " +
+	"reversible cuts."
+
 // printTop prints the list of commands.
 func (c *Cmd) printTop(w io.Writer) {
-	fmt.Fprintln(w, "usage: cut <command> [flags] [args]")
-	fmt.Fprintln(w, "")
-	fmt.Fprintln(w, "cut cuts private material out of a model input before it leaves the host: a")
-	fmt.Fprintln(w, "censor and an independent verifier, a seal and an egress gate, and a vault for")
-	fmt.Fprintln(w, "reversible cuts. Run cut <command> -h for a command's flags.")
+	fmt.Fprintf(w, "usage: %s <command> [flags] [args]\n", c.prog)
+	fmt.Fprintf(w, "       %s --version\n\n", c.prog)
+	fmt.Fprintln(w, flaghelp.Wrap(about+" Run "+c.prog+" <command> -h for a command's synopsis and flags.", 80))
 	fmt.Fprintln(w, "")
 	fmt.Fprintln(w, "commands:")
 	for _, cmd := range leaves("") {
@@ -121,10 +131,11 @@ func (c *Cmd) printTop(w io.Writer) {
 
 // printGroup prints a group's commands.
 func (c *Cmd) printGroup(w io.Writer, g *command) {
-	fmt.Fprintf(w, "usage: cut %s <command> [flags] [args]\n\n%s\n\ncommands:\n", g.name, g.summary)
+	fmt.Fprintf(w, "usage: %s %s <command> [flags] [args]\n\n%s\n\ncommands:\n", c.prog, g.name, g.summary)
 	for _, cmd := range leaves(g.name) {
-		fmt.Fprintf(w, "  %s\n      %s\n", cmd.usageLine()[len("usage: "):], cmd.summary)
+		fmt.Fprintf(w, "  %s\n      %s\n", cmd.synopsisLine(c.prog), cmd.summary)
 	}
+	fmt.Fprintf(w, "\nRun %s %s <command> -h for a command's flags.\n", c.prog, g.name)
 }
 
 // printHelp prints the current command's usage line, description and
@@ -132,18 +143,17 @@ func (c *Cmd) printGroup(w io.Writer, g *command) {
 func (c *Cmd) printHelp(fs *flag.FlagSet) {
 	w := c.Stdout
 	if c.cmd != nil {
-		fmt.Fprintf(w, "%s\n\n%s\n", c.cmd.usageLine(), c.cmd.summary)
+		fmt.Fprintf(w, "%s\n\n%s\n", c.cmd.usageLine(c.prog), c.cmd.summary)
 		if c.cmd.about != "" {
 			fmt.Fprintf(w, "\n%s\n", c.cmd.about)
 		}
 	}
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n > 0 {
+	if fl := flaghelp.List(fs); len(fl) > 0 {
 		fmt.Fprintln(w, "\nflags:")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		for _, f := range fl {
+			fmt.Fprintf(w, "  %s\n", f.Spec())
+			fmt.Fprintf(w, "%s\n", flaghelp.Indent(flaghelp.Wrap(f.Help(), 72), "        "))
+		}
 	}
 }
 
@@ -153,5 +163,5 @@ func (c *Cmd) usage() error {
 	if c.cmd == nil {
 		return errUsageShown
 	}
-	return &usageError{c.cmd.usageLine() + "\n(cut " + c.cmd.name + " -h for its flags)"}
+	return &usageError{c.cmd.usageLine(c.prog) + "\n(" + c.name + " -h for its flags)"}
 }

@@ -103,7 +103,11 @@ func runDemo(ctx context.Context, c *Cmd, args []string) error {
 	// The vault: the user's, or one embedded in this process.
 	d.sock = c.vaultSocket(*vault)
 	vaultDesc := "vaultd at " + d.sock
-	if d.sock == "" {
+	if d.sock != "" {
+		if err := probeVault(d.sock); err != nil {
+			return err
+		}
+	} else {
 		stop, desc, err := d.embeddedVault()
 		if err != nil {
 			return err

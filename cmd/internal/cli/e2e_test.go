@@ -238,11 +238,12 @@ func TestReversibleThroughCLI(t *testing.T) {
 	if code != 3 || !bytes.Contains(out, []byte(`"code":"LEASE_DURABILITY_INSUFFICIENT"`)) {
 		t.Fatalf("durability: exit %d\n%s\n%s", code, out, errb)
 	}
-	// Without a vault a reversible cut is refused, never cut another way.
+	// Without a vault a reversible cut is an operational error before
+	// anything is cut, never a cut another way.
 	env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
-	code, out, _ = run("prepare", "--vocab", vocab, "--plan", plan, "--json", proj)
-	if code != 3 || !bytes.Contains(out, []byte(`"code":"VAULT_PROFILE_NOT_PROVEN"`)) {
-		t.Fatalf("no vault: exit %d\n%s", code, out)
+	code, out, errb = run("prepare", "--vocab", vocab, "--plan", plan, "--json", proj)
+	if code != 1 || len(out) != 0 || !bytes.Contains(errb, []byte("no vault configured")) {
+		t.Fatalf("no vault: exit %d\n%s\n%s", code, out, errb)
 	}
 }
 

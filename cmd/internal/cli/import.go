@@ -133,7 +133,7 @@ func (c *Cmd) importRefused(err error) error {
 		fmt.Fprintf(c.Stderr, "cut: import: findings with items not in the vocabulary: %s\n", re.Unknown)
 		c.hintf("rebuild the vocabulary (cut vocab build --module-versions for versions in use), or --on-unknown drop to leave these findings out")
 	}
-	return &refusedError{1}
+	return c.printRefusal(false, receipts.RefusalDocument{Refused: true, EventID: event, Reasons: []receipts.Refusal{reason}})
 }
 
 // writeOutput writes data to path in full or not at all (outputFile), or

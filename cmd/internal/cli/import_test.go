@@ -226,9 +226,12 @@ func TestImportRefusals(t *testing.T) {
 				if code != ExitRefused {
 					t.Fatalf("exit %d, want 3: %s", code, errb)
 				}
-				if len(out) != 0 {
-					t.Fatalf("stdout holds %d bytes", len(out))
+				// stdout holds the refusal document, and no projection.
+				if !bytes.HasPrefix(out, []byte("refused: 1 reason (event evt:")) || bytes.Count(out, []byte("\n")) != 2 ||
+					bytes.Contains(out, []byte("Projection@1")) {
+					t.Fatalf("stdout: %q", out)
 				}
+				assertNoCanary(t, "stdout", out)
 				if prev, _ := os.ReadFile(outPath); string(prev) != "previous" {
 					t.Fatal("-o file changed")
 				}

@@ -27,7 +27,7 @@ func (c *Cmd) journal(eventID string, reasons []receipts.Refusal) {
 	for _, r := range reasons {
 		codes = append(codes, r.Code)
 	}
-	if err := j.Append(egress.Entry{EventID: eventID, Kind: "refusal", Command: c.name, Codes: codes, Reasons: reasons}); err != nil {
+	if err := j.Append(egress.Entry{EventID: eventID, Kind: "refusal", Command: c.canonical(), Codes: codes, Reasons: reasons}); err != nil {
 		c.errorf("evidence journal: %v", err)
 	}
 }

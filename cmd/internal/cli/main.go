@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/privacycut/privacycut/pipeline"
@@ -21,7 +22,7 @@ func Main(ctx context.Context, args []string) int {
 		return ExitError // not reached: the plugin exits when it is done
 	}
 	if err := harden.Apply(); err != nil {
-		fmt.Fprintf(os.Stderr, "cut: error: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", progName(args), err)
 		return ExitError
 	}
 	// An interrupt, a termination or a quit cancels the command, which then
@@ -42,5 +43,18 @@ func Main(ctx context.Context, args []string) int {
 	}()
 	env := OSEnv()
 	env.Stdin = privateStdin()
+	env.Prog = progName(args)
 	return Run(ctx, args[1:], env)
+}
+
+// progName is the name the program was run as: the base of argv[0], "cut"
+// when there is none.
+func progName(args []string) string {
+	if len(args) == 0 {
+		return "cut"
+	}
+	if p := filepath.Base(args[0]); p != "." && p != "/" && p != "" {
+		return p
+	}
+	return "cut"
 }

@@ -42,7 +42,7 @@ func (c *Cmd) pipelineFor(key *receipts.EvidenceKey, verifierMode string, vault 
 func (c *Cmd) newPipeline(key *receipts.EvidenceKey, v pipeline.Verifier, vault *client.Client) (*pipeline.Pipeline, error) {
 	p, err := pipeline.New(pipeline.Options{
 		EvidenceKey: key, Verifier: v, Vault: vault, VaultSocket: c.sock, Journal: c.openJournal(), Buffer: c.buffer,
-		Command: c.name, VerifyBudget: verifyBudget,
+		Command: c.canonical(), VerifyBudget: verifyBudget,
 		Warn: func(msg string) { c.errorf("%s: %s", c.name, msg) },
 	})
 	if err != nil {

@@ -164,14 +164,10 @@ func (f *prepareFlags) readSchema() ([]byte, error) {
 	return schema, nil
 }
 
-// reversibleVault connects to the vault a reversible cut needs. With no
-// vault socket at all it returns nil: the pipeline then refuses the cut
-// VAULT_PROFILE_NOT_PROVEN, after a hint.
+// reversibleVault connects to the vault a reversible cut needs: no vault
+// socket, or one that does not answer, is an operational error (exit 1)
+// before anything is cut.
 func (c *Cmd) reversibleVault(flagValue string) (*client.Client, error) {
-	if c.vaultSocket(flagValue) == "" {
-		c.hintf("%v", errNoVault)
-		return nil, nil
-	}
 	cl, err := c.dialVault(flagValue)
 	if err != nil {
 		return nil, err

@@ -39,6 +39,12 @@ func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 	if *leaseRef == "" || *schemaPath == "" || len(pos) != 1 {
 		return c.usage()
 	}
+	// Without a vault that answers nothing else matters: say so first.
+	if sock := c.vaultSocket(*vault); sock == "" {
+		return &vaultDownError{}
+	} else if err := probeVault(sock); err != nil {
+		return err
+	}
 	rec, err := c.readRecord(*leaseRef)
 	if err != nil {
 		return err
@@ -90,7 +96,7 @@ func runRehydrate(ctx context.Context, c *Cmd, args []string) error {
 func (c *Cmd) dialVault(flagValue string) (*client.Client, error) {
 	sock := c.vaultSocket(flagValue)
 	if sock == "" {
-		return nil, usagef("%v", errNoVault)
+		return nil, &vaultDownError{}
 	}
 	return c.dialSocket(sock)
 }
@@ -111,6 +117,9 @@ func (c *Cmd) dialSocket(sock string) (*client.Client, error) {
 		}
 	}
 	c.sock = sock
+	if err := probeVault(sock); err != nil {
+		return nil, err
+	}
 	cl, err := client.DialWith(sock, opt)
 	if err != nil {
 		return nil, fmt.Errorf("vault: %w", err)

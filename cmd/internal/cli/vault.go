@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/client"
@@ -51,7 +54,7 @@ func (c *Cmd) dial(f vaultFlags) (*client.Client, error) { return c.dialVault(*f
 func (c *Cmd) vaultError(asJSON bool, err error) error {
 	code := vaultapi.CodeOf(err)
 	if code == "" {
-		return err
+		return c.vaultDown(err)
 	}
 	doc := receipts.RefusalDocument{Refused: true, EventID: receipts.NewEventID(),
 		Reasons: []receipts.Refusal{{Code: code, Part: -1, Kind: "vault"}}}
@@ -91,8 +94,66 @@ func (c *Cmd) vaultSocket(flagValue string) string {
 	return c.Getenv("PRIVACYCUT_VAULT")
 }
 
-// errNoVault: a vault operation was asked for without a vault socket.
-var errNoVault = errors.New("no vault socket: pass --vault SOCK or set PRIVACYCUT_VAULT")
+// vaultDownError is the operational error (exit 1) of a command that needs
+// vaultd and has none: no socket configured (sock empty), or a socket that
+// does not answer. Its message names the socket and asks whether vaultd
+// runs.
+type vaultDownError struct {
+	sock string // the socket path dialed; empty: none configured
+	why  string // why it did not answer, without the path
+}
+
+func (e *vaultDownError) Error() string {
+	if e.sock == "" {
+		return "no vault configured: pass --vault SOCK or set PRIVACYCUT_VAULT to the socket vaultd listens on (is vaultd running?)"
+	}
+	return fmt.Sprintf("vault socket %s does not answer (%s): is vaultd running, and listening there?", e.sock, e.why)
+}
+
+// probeVault connects to sock once and hangs up: a socket that does not
+// exist, or that nothing listens on, is a vaultDownError before the
+// command starts its work.
+func probeVault(sock string) error {
+	conn, err := net.DialTimeout("unix", sock, 2*time.Second)
+	if err != nil {
+		return &vaultDownError{sock: sock, why: dialReason(err)}
+	}
+	return conn.Close()
+}
+
+// dialReason names why a dial failed, from its errno: the net error's own
+// text repeats the path.
+func dialReason(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return "no such file"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused: nothing listens on it"
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return "permission denied"
+	case errors.Is(err, syscall.ENOTDIR):
+		return "a component of the path is not a directory"
+	case errors.Is(err, syscall.ENOTSOCK), errors.Is(err, syscall.EPROTOTYPE):
+		return "not a socket"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "timed out"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return "cannot connect"
+}
+
+// vaultDown turns a vault connection lost during a call into the command's
+// vaultDownError, naming the socket; other errors pass through.
+func (c *Cmd) vaultDown(err error) error {
+	var vd *vaultDownError
+	if c.sock != "" && errors.Is(err, vaultapi.ErrUnavailable) && !errors.As(err, &vd) {
+		return &vaultDownError{sock: c.sock, why: "the connection failed"}
+	}
+	return err
+}
 
 // printPlainJSON prints v with encoding/json: VaultProfile@1 may carry a
 // core limit of 2^64-1 ("unlimited"), which canonical JSON (I-JSON

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,26 +180,59 @@ func TestVaultUID(t *testing.T) {
 
 func TestVaultUsageAndUnreachable(t *testing.T) {
 	e := newTestEnv(t)
+	nobody := filepath.Join(e.dir, "nobody.sock")
 	tests := []struct {
 		args []string
 		code int
+		want string // in stderr
 	}{
-		{[]string{"vault"}, ExitUsage},
-		{[]string{"vault", "frobnicate", "--vault", "x"}, ExitUsage},
-		{[]string{"vault", "status"}, ExitUsage}, // no socket at all
-		{[]string{"vault", "backup", "--vault", "x"}, ExitUsage},
-		{[]string{"vault", "prove-erasure", "onlyone", "--vault", "x"}, ExitUsage},
-		{[]string{"lease"}, ExitUsage},
-		{[]string{"lease", "show", "--vault", "x"}, ExitUsage},
-		{[]string{"vault", "status", "--vault", filepath.Join(e.dir, "nobody.sock")}, ExitError},
-		{[]string{"lease", "list", "--vault", filepath.Join(e.dir, "nobody.sock")}, ExitError},
+		{[]string{"vault"}, ExitUsage, "usage: cut vault <command>"},
+		{[]string{"vault", "frobnicate", "--vault", "x"}, ExitUsage, `unknown vault command "frobnicate"`},
+		{[]string{"vault", "backup", "--vault", "x"}, ExitUsage, "usage: cut vault backup"},
+		{[]string{"vault", "prove-erasure", "onlyone", "--vault", "x"}, ExitUsage, "usage: cut vault prove-erasure"},
+		{[]string{"lease"}, ExitUsage, "usage: cut lease <command>"},
+		{[]string{"lease", "show", "--vault", "x"}, ExitUsage, "usage: cut lease show"},
+		// No socket at all, or one nothing answers on: exit 1, naming the
+		// socket and asking whether vaultd runs.
+		{[]string{"vault", "status"}, ExitError, "cut vault status: no vault configured: pass --vault SOCK or set PRIVACYCUT_VAULT"},
+		{[]string{"lease", "list"}, ExitError, "cut lease list: no vault configured"},
+		{[]string{"vault", "status", "--vault", nobody}, ExitError, "vault socket " + nobody + " does not answer (no such file): is vaultd running"},
+		{[]string{"lease", "list", "--vault", nobody}, ExitError, "vault socket " + nobody + " does not answer"},
+		{[]string{"lease", "show", "--vault", nobody, "pcl:x"}, ExitError, "vault socket " + nobody + " does not answer"},
+		{[]string{"lease", "revoke", "--vault", nobody, "pcl:x"}, ExitError, "vault socket " + nobody + " does not answer"},
+		{[]string{"vault", "rotate", "--vault", nobody}, ExitError, "vault socket " + nobody + " does not answer"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			if code, _, errb := e.run(t, tc.args...); code != tc.code {
-				t.Errorf("exit %d, want %d: %s", code, tc.code, errb)
+			code, out, errb := e.run(t, tc.args...)
+			if code != tc.code || !strings.Contains(string(errb), tc.want) {
+				t.Errorf("exit %d, want %d with %q: %s", code, tc.code, tc.want, errb)
+			}
+			if len(out) != 0 {
+				t.Errorf("stdout: %s", out)
 			}
 		})
+	}
+}
+
+// TestVaultRefusedSocket: a socket file nothing listens on (ECONNREFUSED)
+// is named with its cause.
+func TestVaultRefusedSocket(t *testing.T) {
+	e := newTestEnv(t)
+	sock := filepath.Join(e.dir, "dead.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	code, _, errb := e.run(t, "vault", "status", "--vault", sock)
+	want := "vault socket " + sock + " does not answer (connection refused: nothing listens on it): is vaultd running"
+	if code != ExitError || !strings.Contains(string(errb), want) {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if !strings.Contains(string(errb), "cut: hint: start it with: vaultd --state-dir DIR --key-dir DIR --socket "+sock) {
+		t.Fatalf("no hint: %s", errb)
 	}
 }
 
@@ -321,5 +355,34 @@ func TestVaultStorageLow(t *testing.T) {
 	decodeStrict(t, out, &st)
 	if code != ExitOK || !st.Storage.Low || !st.Storage.State.Low || st.Storage.Floor != floor {
 		t.Errorf("status --json below the floor: %+v", st.Storage)
+	}
+}
+
+// TestVaultSocketNotVaultd: a socket that accepts connections but is not
+// vaultd (it hangs up at once) is exit 1 naming the socket, with no
+// refusal document: the command could not ask the vault anything.
+func TestVaultSocketNotVaultd(t *testing.T) {
+	e := newTestEnv(t)
+	sock := filepath.Join(e.dir, "other.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	for _, args := range [][]string{{"vault", "status"}, {"lease", "list"}, {"vault", "rotate", "--json"}} {
+		code, out, errb := e.run(t, append(args, "--vault", sock)...)
+		want := "vault socket " + sock + " does not answer (the connection failed): is vaultd running"
+		if code != ExitError || len(out) != 0 || !strings.Contains(string(errb), want) {
+			t.Errorf("%v: exit %d: %q %s", args, code, out, errb)
+		}
 	}
 }
