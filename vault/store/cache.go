@@ -24,7 +24,7 @@ import (
 // the next reader goes back to Badger. Terminal leases are evicted (their
 // reads go to Badger).
 type cache struct {
-	stripes [256]sync.Mutex // writers of one lease, by its first id byte
+	stripes [1024]sync.Mutex // writers of one lease, by its first id bits
 
 	mu       sync.Mutex
 	recs     map[[16]byte]lease.Lease
@@ -44,7 +44,7 @@ func newCache() *cache {
 }
 
 func (c *cache) lock(id [16]byte) *sync.Mutex {
-	m := &c.stripes[id[0]]
+	m := &c.stripes[(int(id[0])<<8|int(id[1]))%len(c.stripes)]
 	m.Lock()
 	return m
 }

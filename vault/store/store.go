@@ -364,11 +364,18 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 	var out lease.Lease
 	var fnErr error
 	wrote := false
+	// A cached record is the one this store last committed for the lease,
+	// under the lock held here: the transition starts from it without
+	// reading (and decoding) the record again.
+	cached, isCached := s.c.get(bid)
 	err = s.retry(op, func(txn *badger.Txn) error {
 		wrote = false
-		cur, err := getLease(op, txn, lk, id)
-		if err != nil {
-			return err
+		cur := cached
+		if !isCached {
+			var err error
+			if cur, err = getLease(op, txn, lk, id); err != nil {
+				return err
+			}
 		}
 		next, ferr := fn(cur)
 		out, fnErr = next, ferr
