@@ -23,9 +23,12 @@ import (
 // A free file never holds a key except between Wrap's write and its
 // rename; boot recovery destroys every file of free/ (overwrite, sync,
 // unlink), so a crash in that window leaves nothing, and Close unlinks the
-// pool (random bytes, already synced). Both directories of a rename are
-// synced: dek/ first (the wrap's name appearing or going is what counts),
-// then free/.
+// pool (random bytes, already synced). Only dek/ is synced after a rename:
+// what must be durable is a wrap's name appearing there (a grant) or going
+// (a destruction). A rename is atomic on the file systems the key directory
+// is meant for, so no crash leaves a file under both names; a free name
+// lost by a crash only leaves an unreferenced inode or a file of free/,
+// which boot recovery destroys.
 const (
 	freeDirName = "free"
 	freePrefix  = "free-"
@@ -100,10 +103,7 @@ func (d *Dir) wrapInto(free, final string, b []byte) error {
 		return err
 	}
 	crash.At(crash.KeyRenamed)
-	if err := syncDir(d.dekDir); err != nil {
-		return err
-	}
-	return syncDir(d.freeDir)
+	return syncDir(d.dekDir)
 }
 
 // destroyToFree destroys the wrap file name like destroyFile (overwrite
@@ -152,7 +152,7 @@ func (d *Dir) destroyToFree(name string) (bool, error) {
 			return true, err
 		}
 	}
-	return true, syncDir(d.freeDir)
+	return true, nil
 }
 
 // dropFree unlinks every pooled free file (random bytes, already synced)
