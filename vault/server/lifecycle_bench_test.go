@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +30,9 @@ const lifecycleValues = 8
 // lifecycle per iteration. It reports lifecycles per second, the p50 and
 // p99 latency of one lifecycle, and, measured in the same run before the
 // lifecycles, the commits per second of a bare Badger database with
-// SyncWrites under 32 writers, and the ratio of the two.
+// SyncWrites under 32 writers, and the ratio of the two, and the CPU time
+// (user and system) of the process per lifecycle: clients and vault share
+// the process, so it is the CPU a lifecycle costs both sides.
 func BenchmarkLifecycle(b *testing.B) {
 	for _, clients := range []int{1, 32} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
@@ -50,6 +53,7 @@ func BenchmarkLifecycle(b *testing.B) {
 			var wg sync.WaitGroup
 			errs := make(chan error, clients)
 			b.ResetTimer()
+			cpu0 := cpuTime(b)
 			t0 := time.Now()
 			for _, c := range cs {
 				wg.Add(1)
@@ -71,6 +75,7 @@ func BenchmarkLifecycle(b *testing.B) {
 			}
 			wg.Wait()
 			el := time.Since(t0)
+			cpu := cpuTime(b) - cpu0
 			b.StopTimer()
 			close(errs)
 			if err := <-errs; err != nil {
@@ -83,8 +88,19 @@ func BenchmarkLifecycle(b *testing.B) {
 			b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds())/1000, "p99-ms")
 			b.ReportMetric(raw, "badger-commits/s")
 			b.ReportMetric(rate/raw, "x-badger")
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/lifecycle")
 		})
 	}
+}
+
+// cpuTime is the CPU time, user and system, this process has used: the
+// clients' and the vault's, which share it.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // lifecycle runs one lease through grant, bind, claim and consume, and
