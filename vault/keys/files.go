@@ -62,7 +62,7 @@ func writeDurable(dir, name string, replace bool, fill func(f *os.File) error) e
 		return err
 	}
 	crash.At(crash.KeyRenamed)
-	return durable.SyncDir(dir)
+	return syncDir(dir)
 }
 
 // writeBytes is writeDurable for public bytes (ciphertext, the pointer).
@@ -88,7 +88,7 @@ func destroyFile(dir, name string) error {
 		if rmErr := os.Remove(p); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
 			return rmErr
 		}
-		return durable.SyncDir(dir)
+		return syncDir(dir)
 	}
 	fi, err := f.Stat()
 	if err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
@@ -107,7 +107,7 @@ func destroyFile(dir, name string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return durable.SyncDir(dir)
+	return syncDir(dir)
 }
 
 // overwrite writes n random bytes from the start of f.

@@ -65,7 +65,7 @@ type Report struct {
 	RolledBack     []uint64 // epochs above the pointer destroyed (rotation not switched)
 	Finished       []uint64 // epochs below the pointer destroyed (rotation switched)
 	Wraps          int      // wrapped data keys of non-current epochs destroyed
-	Temps          int      // temporary files destroyed
+	Temps          int      // temporary and free files destroyed
 	PointerRebuilt bool     // the current pointer was missing or unreadable and was rewritten
 }
 
@@ -80,6 +80,7 @@ type Rotation struct {
 // Rotate excludes every other operation while it runs.
 type Dir struct {
 	path, dekDir string
+	freeDir      string // free wrap files (free.go)
 	a            *arena.Arena
 	log          *slog.Logger
 	readOnly     bool
@@ -92,6 +93,9 @@ type Dir struct {
 	bkey   *arena.Secret // the backup key, in the arena; nil when unavailable
 	bkID   [BackupKeyIDSize]byte
 	bkErr  error // why bkey is nil
+
+	freeMu sync.Mutex
+	free   []string // pooled free wrap files of dekDir (free.go)
 
 	// stop, when set by a test of this package, is asked at every rotation
 	// step (a halt value); a non-nil error makes Rotate return at once,
@@ -108,6 +112,7 @@ func Open(path string, opt Options) (*Dir, error) {
 	d := &Dir{
 		path:     path,
 		dekDir:   filepath.Join(path, dekDirName),
+		freeDir:  filepath.Join(path, freeDirName),
 		a:        opt.Arena,
 		log:      opt.Logger,
 		readOnly: opt.ReadOnly,
@@ -118,7 +123,7 @@ func Open(path string, opt Options) (*Dir, error) {
 	if opt.ReadOnly {
 		return d, d.openReadOnly()
 	}
-	for _, dir := range []string{path, d.dekDir} {
+	for _, dir := range []string{path, d.dekDir, d.freeDir} {
 		if err := ensureDir(dir); err != nil {
 			if errors.Is(err, ErrPermissions) {
 				return nil, newError("open", 0, ErrPermissions, nil)
@@ -176,13 +181,13 @@ func (d *Dir) Available() error {
 func (d *Dir) recover(firstEpoch uint64) error {
 	const op = "recover"
 	// Temporary copies may hold a whole key: destroy them first.
-	for _, dir := range []string{d.path, d.dekDir} {
+	for _, dir := range []string{d.path, d.dekDir, d.freeDir} {
 		names, err := listNames(dir)
 		if err != nil {
 			return newError(op, 0, ErrIO, err)
 		}
 		for _, n := range names {
-			if strings.HasSuffix(n, tmpSuffix) {
+			if strings.HasSuffix(n, tmpSuffix) || dir == d.freeDir {
 				if err := destroyFile(dir, n); err != nil {
 					return newError(op, 0, ErrIO, err)
 				}
@@ -319,8 +324,9 @@ func (d *Dir) NewKey() (*arena.Secret, error) {
 }
 
 // Wrap seals the data key dek of a lease under the current epoch key and
-// writes it durably as dek/<lease>.<epoch>. It refuses to replace an
-// existing wrap.
+// writes it durably as dek/<lease>.<epoch>: into a pooled free file renamed
+// into place when there is one (free.go), else a new file. It refuses to
+// replace an existing wrap.
 func (d *Dir) Wrap(leaseID string, dek *arena.Secret) error {
 	const op = "wrap"
 	name, ok := idName(leaseID)
@@ -336,7 +342,13 @@ func (d *Dir) Wrap(leaseID string, dek *arena.Secret) error {
 	if err != nil {
 		return err
 	}
-	if err := writeBytes(d.dekDir, wrapName(name, d.epoch), false, b); err != nil {
+	final := wrapName(name, d.epoch)
+	if free, ok := d.takeFree(); ok {
+		err = d.wrapInto(free, final, b)
+	} else {
+		err = writeBytes(d.dekDir, final, false, b)
+	}
+	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return newError(op, d.epoch, ErrExists, nil)
 		}
@@ -392,8 +404,9 @@ func (d *Dir) Has(leaseID string) bool {
 }
 
 // Destroy destroys the lease's wrapped data key: overwrite with random
-// bytes, fdatasync, unlink, fsync the directory. Destroying a missing key is
-// not an error. It works without an arena.
+// bytes, fdatasync, then rename it to a pooled free file (free.go), or
+// unlink it when the pool is full, and fsync the directory. Destroying a
+// missing key is not an error. It works without an arena.
 func (d *Dir) Destroy(leaseID string) error {
 	const op = "destroy"
 	name, ok := idName(leaseID)
@@ -408,7 +421,11 @@ func (d *Dir) Destroy(leaseID string) error {
 	if d.epoch == 0 {
 		return nil
 	}
-	if err := destroyFile(d.dekDir, wrapName(name, d.epoch)); err != nil {
+	done, err := d.destroyToFree(wrapName(name, d.epoch))
+	if !done {
+		err = destroyFile(d.dekDir, wrapName(name, d.epoch))
+	}
+	if err != nil {
 		return newError(op, d.epoch, ErrIO, err)
 	}
 	return nil
@@ -608,6 +625,9 @@ func (d *Dir) Close() error {
 	}
 	d.kekErr = newError("close", d.epoch, ErrUnavailable, nil)
 	d.bkErr = d.kekErr
+	if err := d.dropFree(); err != nil {
+		return newError("close", d.epoch, ErrIO, err)
+	}
 	return nil
 }
 

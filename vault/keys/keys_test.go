@@ -120,6 +120,7 @@ func TestOpenCreatesFirstEpoch(t *testing.T) {
 	want := map[string]os.FileMode{
 		".":           os.ModeDir | 0o700,
 		"dek":         os.ModeDir | 0o700,
+		"free":        os.ModeDir | 0o700,
 		"current":     0o600,
 		"epoch-7.key": 0o600,
 		"backup.key":  0o600,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"time"
 
 	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/receipts"
@@ -35,10 +36,11 @@ const (
 )
 
 func (v *Vault) info(l lease.Lease) Info {
+	has := v.keys.Has(l.ID)
 	switch {
-	case l.KeyDestroyed:
+	case l.KeyDestroyed && !has:
 		return Info{Lease: l, Key: KeyDestroyed}
-	case v.keys.Has(l.ID):
+	case has:
 		return Info{Lease: l, Key: KeyPresent}
 	}
 	return Info{Lease: l, Key: KeyMissing}
@@ -321,13 +323,13 @@ func (v *Vault) liveLease(op, id string) (lease.Lease, error) {
 	}
 	now := v.now()
 	if !now.Before(l.Deadline) {
-		l, err = v.store.Update(id, func(cur lease.Lease) (lease.Lease, error) {
+		l, err = v.store.Update(id, destroying(now, func(cur lease.Lease) (lease.Lease, error) {
 			if !cur.Live() {
 				return cur, nil
 			}
 			return cur.Expire(now)
-		})
-		if err == nil && l.NeedsKeyDestruction() {
+		}))
+		if err == nil && v.mustDestroy(l) {
 			_, _ = v.finishTerminal(l)
 		}
 		return l, refusal(op, receipts.LeaseNotActive)
@@ -397,19 +399,45 @@ func (v *Vault) Bind(ctx context.Context, principal, leaseID, cutEvent, candidat
 		return err
 	}
 	now := v.now()
-	n, err := v.store.Update(leaseID, func(cur lease.Lease) (lease.Lease, error) {
+	n, err := v.store.Update(leaseID, destroying(now, func(cur lease.Lease) (lease.Lease, error) {
 		return cur.Bind(cutEvent, candidateDigest, exportDigest, now)
-	})
+	}))
 	if n.Seq != l.Seq && n.Bound() && err == nil {
 		crash.At(crash.BindCommitted)
 	}
 	return v.settle(op, n, err)
 }
 
+// destroying wraps a transition for store.Update so that a move to a
+// terminal state records the destruction of the lease's data key in the
+// same commit (lease.DestroyKey). The caller then destroys the wrapped key
+// (finishTerminal) before it replies; a crash in between leaves a terminal
+// lease recorded as destroyed whose wrap still exists, which boot recovery
+// destroys, as it does for every terminal lease that still has a wrap.
+// One commit per terminal move instead of two: the move and the record.
+func destroying(now time.Time, fn func(lease.Lease) (lease.Lease, error)) func(lease.Lease) (lease.Lease, error) {
+	return func(cur lease.Lease) (lease.Lease, error) {
+		next, err := fn(cur)
+		if next.Seq != cur.Seq && next.NeedsKeyDestruction() {
+			if d, derr := next.DestroyKey(now); derr == nil {
+				next = d
+			}
+		}
+		return next, err
+	}
+}
+
+// mustDestroy reports whether terminal lease l still has its wrapped key to
+// destroy: its destruction is not recorded, or recorded (with the terminal
+// move) and the wrap is still there.
+func (v *Vault) mustDestroy(l lease.Lease) bool {
+	return l.ID != "" && !l.Live() && (!l.KeyDestroyed || v.keys.Has(l.ID))
+}
+
 // settle finishes an operation whose Update returned lease n and error err:
 // a terminal lease gets its key destroyed, and err is classified.
 func (v *Vault) settle(op string, n lease.Lease, err error) error {
-	if n.ID != "" && n.NeedsKeyDestruction() {
+	if v.mustDestroy(n) {
 		if _, derr := v.finishTerminal(n); derr != nil {
 			v.log.Error("vault: key destruction pending", "lease", n.ID)
 		}
@@ -445,11 +473,11 @@ func (v *Vault) Claim(ctx context.Context, principal, leaseID string, req ClaimR
 	t := lease.ClaimTuple{Principal: principal, Run: req.Run, Attempt: req.Attempt, Station: req.Station, ReturnDigest: req.ReturnDigest}
 	now := v.now()
 	var outcome lease.Outcome
-	n, err := v.store.Update(leaseID, func(cur lease.Lease) (lease.Lease, error) {
+	n, err := v.store.Update(leaseID, destroying(now, func(cur lease.Lease) (lease.Lease, error) {
 		next, o, err := cur.Claim(t, now)
 		outcome = o
 		return next, err
-	})
+	}))
 	if err == nil && outcome == lease.OutcomeClaimed {
 		crash.At(crash.ClaimCommitted)
 	}
@@ -471,9 +499,9 @@ func (v *Vault) Consume(ctx context.Context, principal, leaseID string, req Clai
 	}
 	t := lease.ClaimTuple{Principal: principal, Run: req.Run, Attempt: req.Attempt, Station: req.Station, ReturnDigest: req.ReturnDigest}
 	now := v.now()
-	n, err := v.store.Update(leaseID, func(cur lease.Lease) (lease.Lease, error) {
+	n, err := v.store.Update(leaseID, destroying(now, func(cur lease.Lease) (lease.Lease, error) {
 		return cur.Consume(t, now)
-	})
+	}))
 	if err := v.settle(op, n, err); err != nil {
 		return n, err
 	}
@@ -489,9 +517,9 @@ func (v *Vault) Revoke(ctx context.Context, principal, leaseID string) (lease.Le
 		return lease.Lease{}, err
 	}
 	now := v.now()
-	n, err := v.store.Update(leaseID, func(cur lease.Lease) (lease.Lease, error) {
+	n, err := v.store.Update(leaseID, destroying(now, func(cur lease.Lease) (lease.Lease, error) {
 		return cur.Revoke(now)
-	})
+	}))
 	if err := v.settle(op, n, err); err != nil {
 		return n, err
 	}
@@ -500,8 +528,12 @@ func (v *Vault) Revoke(ctx context.Context, principal, leaseID string) (lease.Le
 }
 
 // current re-reads a lease after settle (which may have recorded the key
-// destruction); on failure it returns l.
+// destruction); on failure it returns l. A lease whose destruction was
+// recorded with its terminal move is returned as it is.
 func (v *Vault) current(l lease.Lease) lease.Lease {
+	if l.KeyDestroyed {
+		return l
+	}
 	if c, err := v.store.Get(l.ID); err == nil {
 		return c
 	}
@@ -568,8 +600,9 @@ func (v *Vault) finishTerminal(l lease.Lease) (lease.Lease, error) {
 }
 
 // destroyKey destroys a terminal lease's wrapped data key and records the
-// destruction (lease.DestroyKey). On failure the lease stays pending and
-// the sweeper retries.
+// destruction (lease.DestroyKey) unless the terminal move recorded it
+// already (destroying). On failure the lease stays pending and the sweeper
+// retries.
 func (v *Vault) destroyKey(l lease.Lease, points bool) (lease.Lease, error) {
 	v.forget(l.ID)
 	if err := v.keys.Destroy(l.ID); err != nil {
@@ -587,6 +620,12 @@ func (v *Vault) destroyKey(l lease.Lease, points bool) (lease.Lease, error) {
 		case lease.Expired:
 			crash.At(crash.ExpireKeyDestroyed)
 		}
+	}
+	if !l.NeedsKeyDestruction() {
+		v.mu.Lock()
+		delete(v.pending, l.ID)
+		v.mu.Unlock()
+		return l, nil
 	}
 	now := v.now()
 	n, err := v.store.Update(l.ID, func(cur lease.Lease) (lease.Lease, error) {

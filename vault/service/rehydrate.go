@@ -162,9 +162,9 @@ func (v *Vault) Rehydrate(ctx context.Context, principal string, req RehydrateRe
 	t := lease.ClaimTuple{Principal: principal, Run: req.Claim.Run, Attempt: req.Claim.Attempt,
 		Station: req.Claim.Station, ReturnDigest: req.Claim.ReturnDigest}
 	now := v.now()
-	n, err := v.store.Update(req.Lease, func(cur lease.Lease) (lease.Lease, error) {
+	n, err := v.store.Update(req.Lease, destroying(now, func(cur lease.Lease) (lease.Lease, error) {
 		return cur.Consume(t, now)
-	})
+	}))
 	if err != nil {
 		clear(res.Output)
 		return RehydrateResult{}, v.settle("consume", n, err)

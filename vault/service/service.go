@@ -394,12 +394,12 @@ func (v *Vault) Sweep() (int, error) {
 	n := 0
 	var first error
 	for _, id := range due {
-		l, err := v.store.Update(id, func(cur lease.Lease) (lease.Lease, error) {
+		l, err := v.store.Update(id, destroying(now, func(cur lease.Lease) (lease.Lease, error) {
 			if !cur.Live() {
 				return cur, nil
 			}
 			return cur.Expire(now)
-		})
+		}))
 		if err != nil {
 			first = cmpErr(first, err)
 			continue
@@ -407,7 +407,7 @@ func (v *Vault) Sweep() (int, error) {
 		if l.State == lease.Expired {
 			n++
 		}
-		if l.NeedsKeyDestruction() {
+		if v.mustDestroy(l) {
 			if _, err := v.finishTerminal(l); err != nil {
 				first = cmpErr(first, err)
 			}
@@ -417,7 +417,7 @@ func (v *Vault) Sweep() (int, error) {
 	}
 	for _, id := range pend {
 		l, err := v.store.Get(id)
-		if err == nil && l.NeedsKeyDestruction() {
+		if err == nil && v.mustDestroy(l) {
 			_, err = v.destroyKey(l, false)
 		}
 		if err == nil {

@@ -294,6 +294,7 @@ func (s *Store) Restore(b *Snapshot) (RestoreStats, error) {
 			hasMap = false
 		}
 		added := false
+		mu := s.c.lock(id)
 		err = s.retry(op, func(txn *badger.Txn) error {
 			added = false
 			if _, err := txn.Get(lk); err == nil {
@@ -312,6 +313,10 @@ func (s *Store) Restore(b *Snapshot) (RestoreStats, error) {
 			added = true
 			return nil
 		})
+		if err != nil {
+			s.c.evict(id)
+		}
+		mu.Unlock()
 		if err != nil {
 			return st, err
 		}

@@ -58,6 +58,7 @@ type Store struct {
 	disk *disk      // the directory guard (disk.go)
 	mu   sync.Mutex // serialises the metadata marks
 	once sync.Once
+	c    *cache // live leases as last committed (cache.go)
 }
 
 // Open opens (creating if needed, mode 0700) the Badger directory dir with
@@ -81,7 +82,7 @@ func Open(dir string, opt Options) (*Store, error) {
 		db.Close()
 		return nil, newError("open", ErrIO, err)
 	}
-	s := &Store{db: db, disk: d}
+	s := &Store{db: db, disk: d, c: newCache()}
 	// Reserve the write-ahead log now; without room the store still opens
 	// (status, lists and reads work) and each write retries the reservation.
 	if err := d.reserveLogs("open"); err != nil && opt.Logger != nil {
@@ -245,7 +246,9 @@ func (s *Store) Create(l lease.Lease, sealedMap []byte) error {
 	if err != nil {
 		return err
 	}
-	return s.retryEst(op, entryEstimate(len(lk), len(rec))+entryEstimate(len(mk), len(sealedMap)), func(txn *badger.Txn) error {
+	id, _ := IDBytes(l.ID)
+	defer s.c.lock(id).Unlock()
+	err = s.retryEst(op, entryEstimate(len(lk), len(rec))+entryEstimate(len(mk), len(sealedMap)), func(txn *badger.Txn) error {
 		if _, err := txn.Get(lk); err == nil {
 			return newError(op, ErrExists, nil)
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
@@ -259,6 +262,14 @@ func (s *Store) Create(l lease.Lease, sealedMap []byte) error {
 		}
 		return nil
 	})
+	if err != nil {
+		if !errors.Is(err, ErrExists) {
+			s.c.evict(id)
+		}
+		return err
+	}
+	s.c.put(id, l, true, sealedMap)
+	return nil
 }
 
 // Get returns the stored lease. A missing lease is ErrNotFound; a record
@@ -268,6 +279,9 @@ func (s *Store) Get(id string) (lease.Lease, error) {
 	lk, _, err := idKeys(op, id)
 	if err != nil {
 		return lease.Lease{}, err
+	}
+	if l, ok := s.c.get([16]byte(lk[1:])); ok {
+		return l, nil
 	}
 	var l lease.Lease
 	err = s.db.View(func(txn *badger.Txn) error {
@@ -289,6 +303,9 @@ func (s *Store) Map(id string) ([]byte, error) {
 	_, mk, err := idKeys(op, id)
 	if err != nil {
 		return nil, err
+	}
+	if m, ok := s.c.getMap([16]byte(mk[1:])); ok {
+		return m, nil
 	}
 	var out []byte
 	err = s.db.View(func(txn *badger.Txn) error {
@@ -340,12 +357,25 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 	if err != nil {
 		return lease.Lease{}, err
 	}
+	// One writer of the lease at a time: its transactions do not conflict
+	// with each other, and the cache is set in commit order.
+	bid := [16]byte(lk[1:])
+	defer s.c.lock(bid).Unlock()
 	var out lease.Lease
 	var fnErr error
+	wrote := false
+	// A cached record is the one this store last committed for the lease,
+	// under the lock held here: the transition starts from it without
+	// reading (and decoding) the record again.
+	cached, isCached := s.c.get(bid)
 	err = s.retry(op, func(txn *badger.Txn) error {
-		cur, err := getLease(op, txn, lk, id)
-		if err != nil {
-			return err
+		wrote = false
+		cur := cached
+		if !isCached {
+			var err error
+			if cur, err = getLease(op, txn, lk, id); err != nil {
+				return err
+			}
 		}
 		next, ferr := fn(cur)
 		out, fnErr = next, ferr
@@ -364,11 +394,19 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 		if err := txn.Set(lk, rec); err != nil {
 			return err
 		}
+		wrote = true
 		if next.State.Terminal() {
 			return txn.Delete(mk)
 		}
 		return nil
 	})
+	switch {
+	case err != nil && wrote:
+		// The commit failed: what Badger holds is not known here.
+		s.c.evict(bid)
+	case err == nil && wrote:
+		s.c.put(bid, out, false, nil)
+	}
 	if err != nil {
 		return out, err
 	}

@@ -220,6 +220,9 @@ func TestCorruptRecordIsUnrecoverable(t *testing.T) {
 		if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(key(prefixLease, id), raw) }); err != nil {
 			t.Fatal(err)
 		}
+		// The damage is on disk, behind the store's back: the cache (which
+		// holds only what this process committed) is what a restart loses.
+		s.c.evict(id)
 		_, err := s.Get(l.ID)
 		if !errors.Is(err, ErrCorrupt) || CodeOf(err) != receipts.LeaseUnrecoverable {
 			t.Errorf("Get of a corrupt record: %v", err)
