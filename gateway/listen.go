@@ -47,25 +47,36 @@ func (l *peerListener) Accept() (net.Conn, error) {
 // directory of the gateway's user without group or other bits (its owner
 // could replace the socket), a socket left there by a stopped process is
 // removed, one that answers refuses the start, and the new socket is 0600.
-func listenUnix(path string) (*net.UnixListener, error) {
+// With a group (group ≥ 0) the directory is 0710 and the socket 0660, both
+// of that group: its members may reach the socket, none may replace it.
+func listenUnix(path string, group int) (*net.UnixListener, error) {
 	dir := filepath.Dir(path)
+	dirMode, sockMode := os.FileMode(0o700), os.FileMode(0o600)
+	if group >= 0 {
+		dirMode, sockMode = 0o710, 0o660
+	}
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
-		if err := os.Chmod(dir, 0o700); err != nil {
+		if err := setGroup(dir, group); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(dir, dirMode); err != nil {
 			return nil, err
 		}
 	case err != nil:
 		return nil, err
 	case !fi.IsDir():
 		return nil, configErr("listen.unix", dir+" is not a directory")
-	case fi.Mode().Perm()&0o077 != 0:
-		return nil, configErr("listen.unix", fmt.Sprintf("directory %s has mode %#o; want 0700", dir, fi.Mode().Perm()))
+	case fi.Mode().Perm()&^dirMode != 0:
+		return nil, configErr("listen.unix", fmt.Sprintf("directory %s has mode %#o; want %#o", dir, fi.Mode().Perm(), dirMode))
 	case !ownedByEUID(fi):
 		return nil, configErr("listen.unix", "directory "+dir+" is not owned by the gateway's user")
+	case group >= 0 && !ownedByGroup(fi, group):
+		return nil, configErr("listen.unix", "directory "+dir+" is not of the group listen.group names")
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
@@ -83,12 +94,28 @@ func listenUnix(path string) (*net.UnixListener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := setGroup(path, group); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := os.Chmod(path, sockMode); err != nil {
 		l.Close()
 		return nil, err
 	}
 	l.SetUnlinkOnClose(true)
 	return l, nil
+}
+
+// setGroup gives path the group listen.group names (nothing when group <
+// 0). The gateway's user must be a member of it.
+func setGroup(path string, group int) error {
+	if group < 0 {
+		return nil
+	}
+	if err := os.Lchown(path, -1, group); err != nil {
+		return &ConfigError{Field: "listen.group", Reason: "cannot give " + path + " that group (is the gateway's user a member?)", Err: errors.Unwrap(err)}
+	}
+	return nil
 }
 
 // listenTCP listens on a loopback address, and checks that the address

@@ -129,3 +129,8 @@ func ownedByEUID(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Geteuid()
 }
+
+func ownedByGroup(fi os.FileInfo, gid int) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Gid) == gid
+}
