@@ -160,109 +160,9 @@ func TestEgressLock(t *testing.T) {
 	must(os.Chmod(exe, 0o755))
 	self = nil
 
-	// The gateway's directory: its configuration, its credential, its state.
-	gw := filepath.Join(base, "gateway")
-	must(os.Mkdir(gw, 0o700))
-	must(os.Chown(gw, lockGatewayUID, lockGatewayUID))
-	write := func(name string, data []byte, mode os.FileMode) {
-		t.Helper()
-		p := filepath.Join(gw, name)
-		must(os.WriteFile(p, data, mode))
-		must(os.Chown(p, lockGatewayUID, lockGatewayUID))
-		must(os.Chmod(p, mode))
-	}
-	provider := standin.New(standin.Options{Credential: "sk-lock-" + strings.Repeat("5e", 12)})
-	srv := httptest.NewServer(provider)
-	t.Cleanup(srv.Close)
-	v, err := pipeline.LoadVocabulary(examples.Vocabulary)
-	must(err)
-	s, err := rehydrate.ParseSchema(examples.Schema)
-	must(err)
-	key, err := route.GenerateKey(rand.Reader, "reviewer.lock")
-	must(err)
-	defer key.Wipe()
-	doc, err := json.Marshal(map[string]any{"schema": "DisclosureRoute@1", "name": "triage",
-		"consumer": map[string]any{"kind": "model", "id": "triage-llm"}, "purpose": "dependency-triage",
-		"target": srv.URL + standin.OpenAIPath, "mode": "irreversible",
-		"categories": map[string]any{"allowed": []string{"module", "package", "function", "file", "team", "person", "host"},
-			"prohibited": []string{"credential"}},
-		"vocabulary_digest": v.Digest(), "output_schema_digest": s.Digest(), "max_uses": 1, "max_lifetime_s": 600,
-		"threat_model": "remote-model-honest-but-curious", "retention": "no-retention", "max_parents": 64,
-		"wire": map[string]any{"profile": "openai-chat@1", "model": "gpt-test", "instruction": string(examples.Instruction),
-			"max_output_tokens": 4096}})
-	must(err)
-	note, err := route.Approve(key, doc)
-	must(err)
-	write("triage.note", note, 0o644)
-	write("reviewers.vkeys", []byte(key.VerifierKey()+"\n"), 0o644)
-	write("vocabulary.json", examples.Vocabulary, 0o644)
-	write("schema.json", examples.Schema, 0o644)
-	write("credential", []byte("sk-lock-"+strings.Repeat("5e", 12)+"\n"), 0o400)
-	// The socket's parent, where the gateway makes its 0710 directory.
-	run := filepath.Join(base, "run")
-	must(os.Mkdir(run, 0o755))
-	must(os.Chmod(run, 0o755))
-	must(os.Chown(run, lockGatewayUID, lockGatewayUID))
-	sock := filepath.Join(run, "gateway", "gateway.sock")
-	lineage := "sha256:" + strings.Repeat("4f", 32)
-	cfg, err := json.Marshal(map[string]any{"schema": "Gateway@1",
-		"listen": map[string]any{"unix": sock, "allow_uids": []int{lockRuntimeUID}, "group": lockAgentsGID},
-		"trust":  []string{"reviewers.vkeys"}, "evidence_key": "evidence.key", "journal": "journal.jsonl",
-		"routes": []any{map[string]any{"note": "triage.note", "vocabulary": "vocabulary.json", "schema": "schema.json",
-			"credential_file": "credential", "front_door": map[string]any{"kind": "block",
-				"label": map[string]any{"class": "private", "weight": 3, "categories": []string{"owner.module"},
-					"subjects": []string{"ns/payments"}, "parents": []string{lineage}, "handling": []string{}},
-				"lineage": []string{lineage}}}},
-		"verifier": map[string]any{"plugins": 1}})
-	must(err)
-	write("gateway.json", cfg, 0o644)
-
-	// The gateway, as its own uid, in the host's network namespace.
-	logPath := filepath.Join(base, "gateway.log")
-	logf, err := os.Create(logPath)
-	must(err)
-	defer logf.Close()
-	g := exec.Command(exe, "gateway", "--config", filepath.Join(gw, "gateway.json"))
-	g.Env = []string{asEnv + "=cut", "PATH=/usr/bin:/bin", "HOME=" + gw}
-	g.Dir, g.Stdout, g.Stderr = gw, logf, logf
-	g.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: lockGatewayUID, Gid: lockGatewayUID,
-		Groups: []uint32{lockAgentsGID}}}
-	must(g.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- g.Wait() }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		g.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(45 * time.Second):
-			g.Process.Kill()
-			<-exited
-			t.Error("the gateway did not stop within 45 s of SIGTERM")
-		}
-	}
-	t.Cleanup(stop)
-	gatewayLog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if c, err := net.Dial("unix", sock); err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case err := <-exited:
-			stopped = true
-			t.Fatalf("the gateway exited at start-up: %v\n%s", err, gatewayLog())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway's socket did not answer within a minute\n%s", gatewayLog())
-		}
-	}
+	gwp := startGatewayProc(t, base, exe, gatewayProcOptions{uid: lockGatewayUID, groups: []uint32{lockAgentsGID},
+		listen: map[string]any{"allow_uids": []int{lockRuntimeUID}, "group": lockAgentsGID}})
+	provider, srv, gw, sock, gatewayLog, stop := gwp.provider, gwp.srv, gwp.dir, gwp.sock, gwp.log, gwp.stop
 	for path, want := range map[string]os.FileMode{filepath.Dir(sock): 0o710, sock: 0o660} {
 		fi, err := os.Lstat(path)
 		must(err)
@@ -475,4 +375,168 @@ func TestGatewayUnits(t *testing.T) {
 	if err != nil || len(bytes.TrimSpace(out)) != 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
+}
+
+// gatewayProcOptions shape a `cut gateway` process of startGatewayProc.
+type gatewayProcOptions struct {
+	uid        int            // the gateway's uid and gid (0: this process's)
+	groups     []uint32       // its supplementary groups
+	listen     map[string]any // members of listen besides unix
+	reversible bool           // the route is reversible (vault: the socket)
+	vault      string         // vaultd's socket, for a reversible route
+	schema     []byte         // the output schema (default: the example's)
+	plugins    int            // warm verifier plugins (default 1)
+}
+
+// gatewayProc is a running `cut gateway` with one route, "triage", of
+// openai-chat@1 to a provider stand-in on loopback TCP.
+type gatewayProc struct {
+	provider *standin.Server
+	srv      *httptest.Server
+	dir      string // the gateway's directory (configuration, credential, state)
+	sock     string
+	pid      int
+	log      func() string
+	stop     func()
+}
+
+// startGatewayProc writes a gateway's directory under base and starts exe
+// (this test binary) as `cut gateway` in it; it returns once the socket
+// answers.
+func startGatewayProc(t *testing.T, base, exe string, o gatewayProcOptions) *gatewayProc {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner := o.uid
+	if owner == 0 {
+		owner = os.Geteuid()
+	}
+	schemaDoc := examples.Schema
+	if o.schema != nil {
+		schemaDoc = o.schema
+	}
+	plugins := o.plugins
+	if plugins == 0 {
+		plugins = 1
+	}
+	// The gateway's directory: its configuration, its credential, its state.
+	gw := filepath.Join(base, "gateway")
+	must(os.Mkdir(gw, 0o700))
+	must(os.Chown(gw, owner, owner))
+	write := func(name string, data []byte, mode os.FileMode) {
+		t.Helper()
+		p := filepath.Join(gw, name)
+		must(os.WriteFile(p, data, mode))
+		must(os.Chown(p, owner, owner))
+		must(os.Chmod(p, mode))
+	}
+	provider := standin.New(standin.Options{Credential: "sk-lock-" + strings.Repeat("5e", 12)})
+	srv := httptest.NewServer(provider)
+	t.Cleanup(srv.Close)
+	v, err := pipeline.LoadVocabulary(examples.Vocabulary)
+	must(err)
+	s, err := rehydrate.ParseSchema(schemaDoc)
+	must(err)
+	key, err := route.GenerateKey(rand.Reader, "reviewer.lock")
+	must(err)
+	defer key.Wipe()
+	rdoc := map[string]any{"schema": "DisclosureRoute@1", "name": "triage",
+		"consumer": map[string]any{"kind": "model", "id": "triage-llm"}, "purpose": "dependency-triage",
+		"target": srv.URL + standin.OpenAIPath, "mode": map[bool]string{false: "irreversible", true: "reversible"}[o.reversible],
+		"categories": map[string]any{"allowed": []string{"module", "package", "function", "file", "team", "person", "host"},
+			"prohibited": []string{"credential"}},
+		"vocabulary_digest": v.Digest(), "output_schema_digest": s.Digest(), "max_uses": 1, "max_lifetime_s": 600,
+		"threat_model": "remote-model-honest-but-curious", "retention": "no-retention", "max_parents": 64,
+		"wire": map[string]any{"profile": "openai-chat@1", "model": "gpt-test", "instruction": string(examples.Instruction),
+			"max_output_tokens": 4096}}
+	if o.reversible {
+		rdoc["remote_deadline_s"], rdoc["return_window_s"], rdoc["station"] = 60, 3600, "local"
+	}
+	doc, err := json.Marshal(rdoc)
+	must(err)
+	note, err := route.Approve(key, doc)
+	must(err)
+	write("triage.note", note, 0o644)
+	write("reviewers.vkeys", []byte(key.VerifierKey()+"\n"), 0o644)
+	write("vocabulary.json", examples.Vocabulary, 0o644)
+	write("schema.json", schemaDoc, 0o644)
+	write("credential", []byte("sk-lock-"+strings.Repeat("5e", 12)+"\n"), 0o400)
+	// The socket's parent, where the gateway makes its 0710 directory.
+	run := filepath.Join(base, "run")
+	must(os.Mkdir(run, 0o755))
+	must(os.Chmod(run, 0o755))
+	must(os.Chown(run, owner, owner))
+	sock := filepath.Join(run, "gateway", "gateway.sock")
+	lineage := "sha256:" + strings.Repeat("4f", 32)
+	listen := map[string]any{"unix": sock}
+	for k, v := range o.listen {
+		listen[k] = v
+	}
+	cfgDoc := map[string]any{"schema": "Gateway@1", "listen": listen,
+		"trust": []string{"reviewers.vkeys"}, "evidence_key": "evidence.key", "journal": "journal.jsonl",
+		"routes": []any{map[string]any{"note": "triage.note", "vocabulary": "vocabulary.json", "schema": "schema.json",
+			"credential_file": "credential", "front_door": map[string]any{"kind": "block",
+				"label": map[string]any{"class": "private", "weight": 3, "categories": []string{"owner.module"},
+					"subjects": []string{"ns/payments"}, "parents": []string{lineage}, "handling": []string{}},
+				"lineage": []string{lineage}}}},
+		"verifier": map[string]any{"plugins": plugins}}
+	if o.vault != "" {
+		cfgDoc["vault"] = o.vault
+	}
+	cfg, err := json.Marshal(cfgDoc)
+	must(err)
+	write("gateway.json", cfg, 0o644)
+
+	// The gateway, as its own uid, in the host's network namespace.
+	logPath := filepath.Join(base, "gateway.log")
+	logf, err := os.Create(logPath)
+	must(err)
+	t.Cleanup(func() { logf.Close() })
+	g := exec.Command(exe, "gateway", "--config", filepath.Join(gw, "gateway.json"))
+	g.Env = []string{asEnv + "=cut", "PATH=/usr/bin:/bin", "HOME=" + gw}
+	g.Dir, g.Stdout, g.Stderr = gw, logf, logf
+	if o.uid != 0 {
+		g.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(o.uid), Gid: uint32(o.uid), Groups: o.groups}}
+	}
+	must(g.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- g.Wait() }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		g.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(45 * time.Second):
+			g.Process.Kill()
+			<-exited
+			t.Error("the gateway did not stop within 45 s of SIGTERM")
+		}
+	}
+	t.Cleanup(stop)
+	gatewayLog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case err := <-exited:
+			stopped = true
+			t.Fatalf("the gateway exited at start-up: %v\n%s", err, gatewayLog())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway's socket did not answer within a minute\n%s", gatewayLog())
+		}
+	}
+	return &gatewayProc{provider: provider, srv: srv, dir: gw, sock: sock, pid: g.Process.Pid, log: gatewayLog, stop: stop}
 }
