@@ -17,6 +17,7 @@ import (
 	"github.com/privacycut/privacycut/examples"
 	"github.com/privacycut/privacycut/internal/gen"
 	"github.com/privacycut/privacycut/internal/standin"
+	"github.com/privacycut/privacycut/pipeline"
 )
 
 // report500 is a 500-finding report over the bundled vocabulary (about
@@ -217,4 +218,31 @@ func BenchmarkGateway500(b *testing.B) {
 			})
 		}
 	}
+	// The verifier's share: the same irreversible cut with the verifier in
+	// the gateway's process (what the plugin's process boundary costs).
+	b.Run("irreversible-verifier-in-process/c1", func(b *testing.B) {
+		ei := newEnv(b, envOptions{schema: schema, verifier: pipeline.InProcess()})
+		b.SetBytes(int64(len(doc)))
+		b.ResetTimer()
+		d, wall := latencies(b, b.N, 1, func(int64) error {
+			resp, err := ei.unix.Post("http://gateway/v1/routes/chat-irr/cut", "application/json",
+				bytes.NewReader(uniqueKeys(doc, seq.Add(1))))
+			if err != nil {
+				return err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("chat-irr, verifier in process: HTTP %d", resp.StatusCode)
+			}
+			return nil
+		})
+		b.StopTimer()
+		b.ReportMetric(quantile(d, 0.50), "p50-ms")
+		b.ReportMetric(quantile(d, 0.99), "p99-ms")
+		b.ReportMetric(float64(b.N)/wall.Seconds(), "req/s")
+		if s := stageSums(ei, "chat-irr")["verify"]; s[1] > 0 {
+			b.ReportMetric(1000*s[0]/s[1], "verify-ms")
+		}
+	})
 }

@@ -108,6 +108,8 @@ type envOptions struct {
 	// schema replaces the example's output schema (the routes bind its
 	// digest).
 	schema []byte
+	// verifier replaces the warm plugins (pipeline.InProcess()).
+	verifier pipeline.Verifier
 }
 
 func frontDoor() map[string]any {
@@ -270,7 +272,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	logger := slog.New(slog.NewJSONHandler(e.log, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	e.g, err = gateway.New(ctx, e.cfg, gateway.Options{Logger: logger, PluginLog: e.log})
+	e.g, err = gateway.New(ctx, e.cfg, gateway.Options{Logger: logger, PluginLog: e.log, Verifier: o.verifier})
 	if err != nil {
 		t.Fatal(err)
 	}
