@@ -46,13 +46,9 @@ const (
 // Config is a Gateway@1 configuration document. Paths are resolved
 // against the directory of the configuration file (ParseConfig's dir).
 type Config struct {
-	Schema string `json:"schema"`
-	Listen Listen `json:"listen"`
-	Vault  string `json:"vault,omitempty"`
-	// VaultUIDs are the uids vaultd may run as besides root and the
-	// gateway's own (a vaultd under its own service account), checked on
-	// its socket (SO_PEERCRED).
-	VaultUIDs   []int64       `json:"vault_uids,omitempty"`
+	Schema      string        `json:"schema"`
+	Listen      Listen        `json:"listen"`
+	Vault       string        `json:"vault,omitempty"`
 	Trust       []string      `json:"trust"`
 	EvidenceKey string        `json:"evidence_key"`
 	Journal     string        `json:"journal"`
@@ -190,14 +186,6 @@ func (c *Config) check() error {
 		}
 	} else if l.TokenFile != "" {
 		return configErr("listen.token_file", "given without listen.tcp")
-	}
-	for i, u := range c.VaultUIDs {
-		if u < 0 || u > 1<<32-2 {
-			return configErr(fmt.Sprintf("vault_uids[%d]", i), "not a uid")
-		}
-	}
-	if len(c.VaultUIDs) > 0 && c.Vault == "" {
-		return configErr("vault_uids", "given without vault")
 	}
 	if len(c.Trust) == 0 {
 		return configErr("trust", "at least one trust file")

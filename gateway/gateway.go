@@ -148,11 +148,7 @@ func New(ctx context.Context, cfg *Config, opt Options) (_ *Gateway, err error) 
 		return nil, configErr("vault", "a reversible route needs the vault's socket")
 	}
 	if cfg.Vault != "" {
-		var uids []uint32
-		for _, u := range cfg.VaultUIDs {
-			uids = append(uids, uint32(u))
-		}
-		if g.vault, err = client.DialWith(cfg.Vault, client.DialOptions{ServerUIDs: uids}); err != nil {
+		if g.vault, err = client.Dial(cfg.Vault); err != nil {
 			return nil, &ConfigError{Field: "vault", Reason: "cannot connect", Err: err}
 		}
 	}

@@ -188,8 +188,6 @@ func TestConfigRefusals(t *testing.T) {
 		{"negative uid", func(c map[string]any) { c["listen"].(map[string]any)["allow_uids"] = []int{-1} }, "listen.allow_uids[0]"},
 		{"negative gid", func(c map[string]any) { c["listen"].(map[string]any)["group"] = -1 }, "listen.group"},
 		{"gid too large", func(c map[string]any) { c["listen"].(map[string]any)["group"] = int64(1) << 32 }, "listen.group"},
-		{"negative vault uid", func(c map[string]any) { c["vault"], c["vault_uids"] = "v.sock", []int{-1} }, "vault_uids[0]"},
-		{"vault uids without vault", func(c map[string]any) { c["vault_uids"] = []int{999} }, "vault_uids"},
 		{"no trust", func(c map[string]any) { c["trust"] = []string{} }, "trust"},
 		{"no evidence key", func(c map[string]any) { delete(c, "evidence_key") }, "evidence_key"},
 		{"no journal", func(c map[string]any) { delete(c, "journal") }, "journal"},
