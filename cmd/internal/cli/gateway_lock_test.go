@@ -379,17 +379,18 @@ func TestGatewayUnits(t *testing.T) {
 
 // gatewayProcOptions shape a `cut gateway` process of startGatewayProc.
 type gatewayProcOptions struct {
-	uid        int            // the gateway's uid and gid (0: this process's)
-	groups     []uint32       // its supplementary groups
-	listen     map[string]any // members of listen besides unix
-	reversible bool           // the route is reversible (vault: the socket)
-	vault      string         // vaultd's socket, for a reversible route
-	schema     []byte         // the output schema (default: the example's)
-	plugins    int            // warm verifier plugins (default 1)
+	uid     int            // the gateway's uid and gid (0: this process's)
+	groups  []uint32       // its supplementary groups
+	listen  map[string]any // members of listen besides unix
+	schema  []byte         // the output schema (default: the example's)
+	plugins int            // warm verifier plugins (default 1)
+	// startFails: the gateway is expected to exit at start-up; the
+	// process's exit code and log are returned in exitCode and log.
+	startFails bool
 }
 
 // gatewayProc is a running `cut gateway` with one route, "triage", of
-// openai-chat@1 to a provider stand-in on loopback TCP.
+// openai-chat@1 (irreversible) to a provider stand-in on loopback TCP.
 type gatewayProc struct {
 	provider *standin.Server
 	srv      *httptest.Server
@@ -398,6 +399,7 @@ type gatewayProc struct {
 	pid      int
 	log      func() string
 	stop     func()
+	exitCode int // with startFails: how the gateway ended
 }
 
 // startGatewayProc writes a gateway's directory under base and starts exe
@@ -444,19 +446,15 @@ func startGatewayProc(t *testing.T, base, exe string, o gatewayProcOptions) *gat
 	key, err := route.GenerateKey(rand.Reader, "reviewer.lock")
 	must(err)
 	defer key.Wipe()
-	rdoc := map[string]any{"schema": "DisclosureRoute@1", "name": "triage",
+	doc, err := json.Marshal(map[string]any{"schema": "DisclosureRoute@1", "name": "triage",
 		"consumer": map[string]any{"kind": "model", "id": "triage-llm"}, "purpose": "dependency-triage",
-		"target": srv.URL + standin.OpenAIPath, "mode": map[bool]string{false: "irreversible", true: "reversible"}[o.reversible],
+		"target": srv.URL + standin.OpenAIPath, "mode": "irreversible",
 		"categories": map[string]any{"allowed": []string{"module", "package", "function", "file", "team", "person", "host"},
 			"prohibited": []string{"credential"}},
 		"vocabulary_digest": v.Digest(), "output_schema_digest": s.Digest(), "max_uses": 1, "max_lifetime_s": 600,
 		"threat_model": "remote-model-honest-but-curious", "retention": "no-retention", "max_parents": 64,
 		"wire": map[string]any{"profile": "openai-chat@1", "model": "gpt-test", "instruction": string(examples.Instruction),
-			"max_output_tokens": 4096}}
-	if o.reversible {
-		rdoc["remote_deadline_s"], rdoc["return_window_s"], rdoc["station"] = 60, 3600, "local"
-	}
-	doc, err := json.Marshal(rdoc)
+			"max_output_tokens": 4096}})
 	must(err)
 	note, err := route.Approve(key, doc)
 	must(err)
@@ -476,18 +474,14 @@ func startGatewayProc(t *testing.T, base, exe string, o gatewayProcOptions) *gat
 	for k, v := range o.listen {
 		listen[k] = v
 	}
-	cfgDoc := map[string]any{"schema": "Gateway@1", "listen": listen,
+	cfg, err := json.Marshal(map[string]any{"schema": "Gateway@1", "listen": listen,
 		"trust": []string{"reviewers.vkeys"}, "evidence_key": "evidence.key", "journal": "journal.jsonl",
 		"routes": []any{map[string]any{"note": "triage.note", "vocabulary": "vocabulary.json", "schema": "schema.json",
 			"credential_file": "credential", "front_door": map[string]any{"kind": "block",
 				"label": map[string]any{"class": "private", "weight": 3, "categories": []string{"owner.module"},
 					"subjects": []string{"ns/payments"}, "parents": []string{lineage}, "handling": []string{}},
 				"lineage": []string{lineage}}}},
-		"verifier": map[string]any{"plugins": plugins}}
-	if o.vault != "" {
-		cfgDoc["vault"] = o.vault
-	}
-	cfg, err := json.Marshal(cfgDoc)
+		"verifier": map[string]any{"plugins": plugins}})
 	must(err)
 	write("gateway.json", cfg, 0o644)
 
@@ -531,6 +525,9 @@ func startGatewayProc(t *testing.T, base, exe string, o gatewayProcOptions) *gat
 		select {
 		case err := <-exited:
 			stopped = true
+			if o.startFails {
+				return &gatewayProc{dir: gw, sock: sock, log: gatewayLog, stop: func() {}, exitCode: g.ProcessState.ExitCode()}
+			}
 			t.Fatalf("the gateway exited at start-up: %v\n%s", err, gatewayLog())
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -538,5 +535,52 @@ func startGatewayProc(t *testing.T, base, exe string, o gatewayProcOptions) *gat
 			t.Fatalf("the gateway's socket did not answer within a minute\n%s", gatewayLog())
 		}
 	}
+	if o.startFails {
+		t.Fatalf("the gateway started, want a refusal\n%s", gatewayLog())
+	}
 	return &gatewayProc{provider: provider, srv: srv, dir: gw, sock: sock, pid: g.Process.Pid, log: gatewayLog, stop: stop}
+}
+
+// TestGatewaySocketGroupRefused: a gateway whose user is not a member of
+// listen.group cannot give its socket that group, and refuses start-up
+// (exit 1) naming listen.group, before it serves.
+func TestGatewaySocketGroupRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skipf("socket group: needs root to run the gateway as a uid outside the group; running as uid %d", os.Geteuid())
+	}
+	base, err := os.MkdirTemp("", "privacycut-socket-group-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	exe := filepath.Join(base, "bin", "cut")
+	for _, step := range []func() error{
+		func() error { return os.Chmod(base, 0o755) },
+		func() error { return os.Mkdir(filepath.Dir(exe), 0o755) },
+		func() error { return os.Chmod(filepath.Dir(exe), 0o755) },
+		func() error {
+			self, err := os.ReadFile("/proc/self/exe")
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(exe, self, 0o755)
+		},
+		func() error { return os.Chmod(exe, 0o755) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gwp := startGatewayProc(t, base, exe, gatewayProcOptions{uid: lockGatewayUID, startFails: true,
+		listen: map[string]any{"group": lockAgentsGID}})
+	log := gwp.log()
+	if gwp.exitCode != 1 || !strings.Contains(log, "listen.group") {
+		t.Errorf("exit %d, want 1 naming listen.group:\n%s", gwp.exitCode, log)
+	}
+	if strings.Contains(log, "sk-lock-") {
+		t.Errorf("the refusal holds the credential:\n%s", log)
+	}
+	if _, err := os.Lstat(gwp.sock); err == nil {
+		t.Errorf("the refused gateway left its socket %s", gwp.sock)
+	}
 }
