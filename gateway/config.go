@@ -65,6 +65,12 @@ type Listen struct {
 	// AllowUIDs are the peer uids the unix socket serves (SO_PEERCRED);
 	// absent: the gateway's own uid only.
 	AllowUIDs []int64 `json:"allow_uids,omitempty"`
+	// Group, when given, is the gid of the group the runtimes' uids are in:
+	// the socket's directory is then 0710 and the socket 0660, both of that
+	// group, so that a runtime of another uid can reach the socket (the
+	// allow-list still decides who is served). The gateway's user must be
+	// a member of it. Absent: 0700 and 0600, the gateway's user only.
+	Group *int64 `json:"group,omitempty"`
 	// TCP is an optional loopback address (127.0.0.1:8088, [::1]:8088);
 	// any other address refuses start-up.
 	TCP string `json:"tcp,omitempty"`
@@ -167,6 +173,9 @@ func (c *Config) check() error {
 		if u < 0 || u > 1<<32-2 {
 			return configErr(fmt.Sprintf("listen.allow_uids[%d]", i), "not a uid")
 		}
+	}
+	if l.Group != nil && (*l.Group < 0 || *l.Group > 1<<32-2) {
+		return configErr("listen.group", "not a gid")
 	}
 	if l.TCP != "" {
 		if _, err := loopbackAddr(l.TCP); err != nil {

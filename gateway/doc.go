@@ -55,8 +55,9 @@
 //     must be the route's approved instruction; other roles, tools and
 //     unknown members are refused.
 //   - The unix socket lives in a 0700 directory of the gateway's user, is
-//     0600, and serves only the allowed peer uids as the kernel reports
-//     them when the connection is accepted. The TCP listener binds a
+//     0600 (0710 and 0660 of listen.group's group when it is given), and
+//     serves only the allowed peer uids as the kernel reports them when the
+//     connection is accepted. The TCP listener binds a
 //     loopback address only, and every request on it must carry the bearer
 //     token, compared in constant time; the token is kept as its SHA-256
 //     in a value that redacts itself and is wiped at Shutdown.

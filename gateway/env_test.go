@@ -89,6 +89,7 @@ type env struct {
 	token    string
 	cred     string          // the provider credential
 	provider *standin.Server // the provider stand-in, which records requests
+	upstream string          // the provider's base URL (http://127.0.0.1:PORT)
 	unix     *http.Client    // over the unix socket
 	http     *http.Client    // over TCP (add the token yourself)
 	served   chan error
@@ -104,6 +105,11 @@ type envOptions struct {
 	// upstream is the provider's handler (default: the stand-in).
 	upstream http.Handler
 	plugins  int
+	// schema replaces the example's output schema (the routes bind its
+	// digest).
+	schema []byte
+	// verifier replaces the warm plugins (pipeline.InProcess()).
+	verifier pipeline.Verifier
 }
 
 func frontDoor() map[string]any {
@@ -132,12 +138,16 @@ func newEnv(t testing.TB, o envOptions) *env {
 		return p
 	}
 	write("vocabulary.json", examples.Vocabulary, 0o644)
-	write("schema.json", examples.Schema, 0o644)
+	schemaDoc := examples.Schema
+	if o.schema != nil {
+		schemaDoc = o.schema
+	}
+	write("schema.json", schemaDoc, 0o644)
 	v, err := pipeline.LoadVocabulary(examples.Vocabulary)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := rehydrate.ParseSchema(examples.Schema)
+	s, err := rehydrate.ParseSchema(schemaDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +166,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	provider := httptest.NewServer(up)
 	t.Cleanup(provider.Close)
+	e.upstream = provider.URL
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		select {
@@ -261,7 +272,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	logger := slog.New(slog.NewJSONHandler(e.log, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	e.g, err = gateway.New(ctx, e.cfg, gateway.Options{Logger: logger, PluginLog: e.log})
+	e.g, err = gateway.New(ctx, e.cfg, gateway.Options{Logger: logger, PluginLog: e.log, Verifier: o.verifier})
 	if err != nil {
 		t.Fatal(err)
 	}

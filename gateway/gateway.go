@@ -304,7 +304,11 @@ func (g *Gateway) Pipeline() *pipeline.Pipeline { return g.p }
 // Listen opens the configured listeners: the unix socket, serving only the
 // allowed peer uids, and the optional loopback TCP listener.
 func (g *Gateway) Listen() ([]net.Listener, error) {
-	ul, err := listenUnix(g.cfg.Listen.Unix)
+	group := -1
+	if gid := g.cfg.Listen.Group; gid != nil {
+		group = int(*gid)
+	}
+	ul, err := listenUnix(g.cfg.Listen.Unix, group)
 	if err != nil {
 		return nil, err
 	}

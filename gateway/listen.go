@@ -41,16 +41,21 @@ func (l *peerListener) Accept() (net.Conn, error) {
 	}
 }
 
-// listenUnix listens on path (internal/unixsock states how the socket and
-// its directory are made and checked); a refusal is a listen.unix
-// configuration error.
-func listenUnix(path string) (*net.UnixListener, error) {
-	l, err := unixsock.Listen(path)
+// listenUnix listens on path, of the group listen.group names when group ≥ 0
+// (internal/unixsock states how the socket and its directory are made and
+// checked). A group the gateway's user cannot give is a listen.group
+// configuration error, any other refusal a listen.unix one.
+func listenUnix(path string, group int) (*net.UnixListener, error) {
+	l, err := unixsock.Listen(path, group)
 	var e *unixsock.Error
-	if errors.As(err, &e) {
+	switch {
+	case !errors.As(err, &e):
+		return l, err
+	case errors.Is(err, unixsock.ErrGroup):
+		return nil, configErr("listen.group", e.Error())
+	default:
 		return nil, configErr("listen.unix", e.Error())
 	}
-	return l, err
 }
 
 // listenTCP listens on a loopback address, and checks that the address

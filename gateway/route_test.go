@@ -186,6 +186,8 @@ func TestConfigRefusals(t *testing.T) {
 		{"tcp without token", func(c map[string]any) { c["listen"].(map[string]any)["tcp"] = "127.0.0.1:8080" }, "listen.token_file"},
 		{"token without tcp", func(c map[string]any) { c["listen"].(map[string]any)["token_file"] = "tok" }, "listen.token_file"},
 		{"negative uid", func(c map[string]any) { c["listen"].(map[string]any)["allow_uids"] = []int{-1} }, "listen.allow_uids[0]"},
+		{"negative gid", func(c map[string]any) { c["listen"].(map[string]any)["group"] = -1 }, "listen.group"},
+		{"gid too large", func(c map[string]any) { c["listen"].(map[string]any)["group"] = int64(1) << 32 }, "listen.group"},
 		{"no trust", func(c map[string]any) { c["trust"] = []string{} }, "trust"},
 		{"no evidence key", func(c map[string]any) { delete(c, "evidence_key") }, "evidence_key"},
 		{"no journal", func(c map[string]any) { delete(c, "journal") }, "journal"},

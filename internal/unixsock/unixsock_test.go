@@ -11,7 +11,7 @@ import (
 func TestListen(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	sock := filepath.Join(dir, "s.sock")
-	l, err := Listen(sock)
+	l, err := Listen(sock, NoGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,13 +21,13 @@ func TestListen(t *testing.T) {
 			t.Fatalf("%s: mode %v, %v; want %#o", p, fi.Mode().Perm(), err, want)
 		}
 	}
-	if _, err := Listen(sock); !errors.Is(err, ErrInUse) {
+	if _, err := Listen(sock, NoGroup); !errors.Is(err, ErrInUse) {
 		t.Fatalf("second Listen on a live socket: %v, want ErrInUse", err)
 	}
 	l.SetUnlinkOnClose(false)
 	l.Close()
 	// A socket left by a stopped process is replaced.
-	l, err = Listen(sock)
+	l, err = Listen(sock, NoGroup)
 	if err != nil {
 		t.Fatalf("stale socket: %v", err)
 	}
@@ -63,7 +63,7 @@ func TestListenRefuses(t *testing.T) {
 		t.Log("not root: the directory owned by another uid is not tried")
 	}
 	for _, c := range cases {
-		_, err := Listen(c.path)
+		_, err := Listen(c.path, NoGroup)
 		var e *Error
 		if !errors.As(err, &e) || !strings.Contains(e.Reason, c.reason) {
 			t.Errorf("Listen(%s) = %v, want a refusal saying %q", c.path, err, c.reason)

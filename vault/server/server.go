@@ -125,7 +125,7 @@ func (s *Server) Stop() { s.grpc.Stop() }
 // other access), a stale socket left by a killed vaultd removed, a live one
 // refused, the socket 0600.
 func Listen(path string) (net.Listener, error) {
-	l, err := unixsock.Listen(path)
+	l, err := unixsock.Listen(path, unixsock.NoGroup)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
