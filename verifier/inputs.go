@@ -54,16 +54,9 @@ func (c *check) decode() {
 		c.mode = c.plan.Mode
 	}
 
-	var vtree *canon.Value
-	c.voc, vtree, c.vocErr = parseVocabularyTree(req.Vocabulary)
-	if c.voc != nil {
-		c.onEnd(c.voc.release)
-	}
-	if vtree != nil {
-		if canonical, err := vtree.Canonical(); err == nil {
-			c.vocDigest = receipts.SHA256(canonical)
-		}
-	}
+	var done func()
+	c.voc, c.vocDigest, done, c.vocErr = loadVocabulary(req.Vocabulary)
+	c.onEnd(done)
 
 	c.recs, c.recDigests, c.recErr = parseReceipts(req.Receipts)
 	export.wait()

@@ -1,9 +1,13 @@
 package verifier
 
 import (
+	"crypto/sha256"
 	"errors"
+	"sync"
+	"sync/atomic"
 
 	"github.com/privacycut/privacycut/canon"
+	"github.com/privacycut/privacycut/receipts"
 )
 
 // The tags of the vocabulary's items in its table. The versions of a
@@ -84,3 +88,70 @@ func (v *vocabulary) release() {
 	v.items.release()
 	v.all.release()
 }
+
+// The last vocabulary decoded, kept for the next verification of the same
+// bytes: a long-lived verifier (the gateway's plugin) is given the same
+// vocabulary with every request, and decoding it and building its tables
+// is most of a small verification's cost. The key is SHA-256 of the exact
+// bytes, so a hit is the decoding of identical input; the tables are read
+// only once built, and are freed when the last verification using them
+// ends after another vocabulary took their place.
+var lastVocab struct {
+	sync.Mutex
+	e *vocabEntry
+}
+
+type vocabEntry struct {
+	sum    [sha256.Size]byte
+	voc    *vocabulary
+	digest string // S(vocabulary)
+	refs   int    // verifications using it, plus one while it is lastVocab.e
+}
+
+// loadVocabulary returns the decoded vocabulary of data and its digest, from
+// lastVocab when data are the bytes decoded last, and done, which the caller
+// calls when it no longer uses the vocabulary. A document that does not
+// decode is not kept: voc is nil, and digest is set when it is strict JSON.
+func loadVocabulary(data []byte) (voc *vocabulary, digest string, done func(), err error) {
+	sum := sha256.Sum256(data)
+	lastVocab.Lock()
+	if e := lastVocab.e; e != nil && e.sum == sum {
+		e.refs++
+		lastVocab.Unlock()
+		return e.voc, e.digest, func() { unrefVocab(e) }, nil
+	}
+	lastVocab.Unlock()
+
+	v, tree, err := parseVocabularyTree(data)
+	if tree != nil {
+		if canonical, cerr := tree.Canonical(); cerr == nil {
+			digest = receipts.SHA256(canonical)
+		}
+	}
+	if v == nil {
+		return nil, digest, func() {}, err
+	}
+	e := &vocabEntry{sum: sum, voc: v, digest: digest, refs: 2}
+	lastVocab.Lock()
+	old := lastVocab.e
+	lastVocab.e = e
+	lastVocab.Unlock()
+	if old != nil {
+		unrefVocab(old)
+	}
+	return v, digest, func() { unrefVocab(e) }, nil
+}
+
+func unrefVocab(e *vocabEntry) {
+	lastVocab.Lock()
+	e.refs--
+	free := e.refs == 0
+	lastVocab.Unlock()
+	if free {
+		e.voc.release()
+		vocabsFreed.Add(1)
+	}
+}
+
+// vocabsFreed counts the vocabularies freed, for the tests.
+var vocabsFreed atomic.Int64
