@@ -144,7 +144,14 @@ func (c *check) wireResidual(res *outcome, forms [][]byte) {
 	if len(forms) == 0 || !rendered && (len(given) == 0 || w.profile != receipts.WireOpenAIChat && w.profile != receipts.WireAnthropicMessages && bytes.Equal(given, c.req.Export)) {
 		return // no body but the export, searched already
 	}
-	m := newMatcher(forms)
+	// The complete table pays off only over text much longer than it: the
+	// rendered body's own strings (model, instruction, schema) are short,
+	// so its size is bounded by the bytes to scan.
+	scanned := len(given)
+	if rendered {
+		scanned = len(c.plan.Wire.Model) + len(c.plan.Wire.Instruction) + len(c.req.OutputSchema)
+	}
+	m := newMatcherLimit(forms, min(denseMax, 16*scanned))
 	defer m.release()
 	found := 0
 	first := ""
