@@ -50,7 +50,7 @@ type upstreamOut struct {
 func runSend(ctx context.Context, c *Cmd, args []string) error {
 	f, fs := c.prepareFlags("send")
 	quarantine := fs.String("quarantine", "", "write the answer to `file` (default under $XDG_STATE_HOME/privacycut/quarantine)")
-	timeout := fs.Duration("timeout", egress.DefaultTryTimeout, "bound of one delivery try, connection to the answer's last byte")
+	timeout := durationVar(fs, "timeout", egress.DefaultTryTimeout, "bound of one delivery try, connection to the answer's last byte (a `duration`)")
 	credential := fs.String("credential-file", "", "provider credential `file` (0600, yours; default $PRIVACYCUT_CREDENTIAL_FILE), read at send time")
 	pos, err := c.parse(fs, args)
 	if err != nil {
