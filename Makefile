@@ -5,6 +5,7 @@ FUZZTIME ?= 10s
 .PHONY: demo test check-format vet lint unit fuzz bench
 
 demo:
+	@echo "make demo: building cut, then running cut demo (a first build on a cold cache takes a few minutes)"
 	$(GO) run ./cmd/cut demo
 
 test: check-format vet lint unit fuzz
