@@ -33,6 +33,11 @@ const walkthroughFindings = 500
 // holds a private value of the scan.
 func TestWalkthrough(t *testing.T) {
 	cut, vaultd := buildBinaries(t)
+	for _, tool := range []string{"sh", "unzip", "sed", "cp", "cat", "mkdir"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the walkthrough's session needs %s on PATH", tool)
+		}
+	}
 	md, err := os.ReadFile("../../../docs/WALKTHROUGH.md")
 	if err != nil {
 		t.Fatal(err)
