@@ -117,7 +117,7 @@ sed "s|/home/dana|$HOME|g" "$FIXTURES/osv.json"`,
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", script.String())
 	cmd.Dir = home
-	cmd.Env = []string{"HOME=" + home, "PATH=" + stand + ":/usr/bin:/bin", "XDG_RUNTIME_DIR=" + runtime,
+	cmd.Env = []string{"HOME=" + home, "PATH=" + stand + ":" + os.Getenv("PATH"), "XDG_RUNTIME_DIR=" + runtime,
 		"FIXTURES=" + fixtures, "MODEL_URL=" + model.URL + "/v1/" + standin.Honest}
 	// The session's own process group: the vaultd it starts in the
 	// background is stopped with it.
