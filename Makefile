@@ -13,6 +13,7 @@ PROG ?= privacycut
 .PHONY: demo test check-format vet lint unit fuzz bench install uninstall man
 
 demo:
+	@echo "make demo: building cut, then running cut demo (a first build on a cold cache takes a few minutes)"
 	$(GO) run ./cmd/cut demo
 
 test: check-format vet lint unit fuzz

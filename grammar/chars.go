@@ -53,3 +53,8 @@ var valueByte = func() (t [256]uint8) {
 	}
 	return
 }()
+
+// ForbiddenRune reports whether r may never appear in an owner value or a
+// vocabulary item (the rule the parser applies), for callers that name the
+// character that made a value refused.
+func ForbiddenRune(r rune) bool { return forbiddenRune(r) }

@@ -101,8 +101,11 @@
 //   - Owner values are written as read, escaped with grammar.Escape, and
 //     each record is parsed by the grammar before it is kept. A value the
 //     grammar refuses (a control, bidi or invisible character, not NFC,
-//     padded, equal to a vocabulary item) refuses the import; it is never
-//     altered, and Drop does not apply.
+//     padded, equal to a vocabulary item) is never altered: it refuses the
+//     import (RefusedError names the finding, the slot and why: the
+//     character's code point, class and byte offset in the value, or the
+//     value's property) or, under Drop, its finding is left out and counted
+//     in Stats.Refused by slot.
 //   - Frames whose module is not in the vocabulary are treated as private:
 //     over-redaction, never under-redaction.
 //   - Nothing is returned but an error when the import is refused: there is

@@ -88,6 +88,13 @@ type RefusedError struct {
 	Code    receipts.Code
 	Finding int // 0 for a question
 	Class   string
+	// Fault, for an owner value, says why the grammar refuses it: a
+	// character class and code point ("U+0009 TAB (a control character)")
+	// or a property of the value ("padded with white space"); fixed text,
+	// never the value. Offset is the character's byte offset in the value,
+	// -1 for a property of the whole value.
+	Fault  string
+	Offset int
 	// Unknown counts the findings of the whole input that lack a public
 	// item, by class (filled when the refusal is about one).
 	Unknown Counts
@@ -98,6 +105,10 @@ func (e *RefusedError) Error() string {
 	switch {
 	case e.Class == ClassDependency.String():
 		what = "no Go module@version dependency"
+	case strings.HasPrefix(e.Class, "owner.") && e.Fault != "" && e.Offset >= 0:
+		what = fmt.Sprintf("%s at byte %d of %s", e.Fault, e.Offset, e.Class)
+	case strings.HasPrefix(e.Class, "owner.") && e.Fault != "":
+		what = e.Class + " is " + e.Fault
 	case strings.HasPrefix(e.Class, "owner.") || e.Class == "record":
 		what = e.Class + " refused by the grammar"
 	}

@@ -55,7 +55,15 @@ type Stats struct {
 	Written  int    // finding records written
 	Dropped  int    // findings left out under Drop
 	Unknown  Counts // findings lacking a public item, by class
-	Skipped  int    // input outside the model (osv-scanner: other ecosystems)
+	// Refused counts the findings dropped under Drop because the grammar
+	// refuses one of their owner values (by slot, "owner.file") or the
+	// record as a whole ("record").
+	Refused map[string]int
+	// Unplaced counts findings whose file CODEOWNERS could not be matched
+	// against: an absolute file name without Options.RepoRoot, or a name
+	// outside the repository. Absolute counts those that were absolute.
+	Unplaced, Absolute int
+	Skipped            int // input outside the model (osv-scanner: other ecosystems)
 	// Owners counts owner slots written, by category name.
 	Owners map[string]int
 	// InputDigest is "sha256:" of the input bytes, the lineage of the part.
@@ -89,7 +97,7 @@ const (
 // is refused.
 func assemble(format string, input []byte, cands []candidate, v *grammar.Vocabulary, opt Options, skipped int) (*Result, error) {
 	parser := grammar.NewParser(v, grammar.Options{})
-	st := Stats{Findings: len(cands), Skipped: skipped, Owners: map[string]int{}, InputDigest: receipts.SHA256(input)}
+	st := Stats{Findings: len(cands), Skipped: skipped, Owners: map[string]int{}, Refused: map[string]int{}, InputDigest: receipts.SHA256(input)}
 	for _, q := range opt.Questions {
 		if !v.HasQuestion(q) {
 			return nil, &RefusedError{Code: receipts.UnknownQuestion, Class: "question"}
@@ -125,6 +133,11 @@ func assemble(format string, input []byte, cands []candidate, v *grammar.Vocabul
 		if opt.CodeOwners != nil && c.file != "" {
 			if p, ok := matchPath(c.file, opt.ModuleDir, opt.RepoRoot); ok {
 				owners = append(owners[:len(owners):len(owners)], opt.CodeOwners.Match(p)...)
+			} else {
+				st.Unplaced++
+				if isAbs(c.file) {
+					st.Absolute++
+				}
 			}
 		}
 		owners = dedupe(owners)
@@ -157,13 +170,21 @@ func assemble(format string, input []byte, cands []candidate, v *grammar.Vocabul
 		// The grammar decides whether the owner values are values: a value
 		// it would refuse refuses the import, it is never altered.
 		if _, refs := parser.Parse(rec, nil); len(refs) > 0 {
-			class := "record"
+			re := &RefusedError{Code: refs[0].Code, Finding: n, Class: "record", Offset: -1}
 			for k, s := range slots {
 				if refs[0].Offset >= s[0] && refs[0].Offset < s[1] {
-					class = "owner." + owners[k].cat.String()
+					re.Class = "owner." + owners[k].cat.String()
+					if f, ok := describeValue([]byte(owners[k].val), v.Contains([]byte(owners[k].val))); ok {
+						re.Fault, re.Offset = f.what, f.offset
+					}
 				}
 			}
-			first = &RefusedError{Code: refs[0].Code, Finding: n, Class: class}
+			if opt.OnUnknown == Drop {
+				st.Dropped++
+				st.Refused[re.Class]++
+				continue
+			}
+			first = re
 			continue
 		}
 		for _, o := range owners {
@@ -287,16 +308,30 @@ func dedupe(in []ownerSlot) []ownerSlot {
 // name is matched under in CODEOWNERS, or false when it cannot be placed
 // in the repository.
 func matchPath(file, moduleDir, repoRoot string) (string, bool) {
-	f := strings.ReplaceAll(file, "\\", "/")
-	if strings.HasPrefix(f, "/") || (len(f) > 2 && f[1] == ':' && f[2] == '/') {
+	if isAbs(file) {
 		root := strings.TrimSuffix(strings.ReplaceAll(repoRoot, "\\", "/"), "/")
+		f := strings.ReplaceAll(file, "\\", "/")
 		if root == "" || !strings.HasPrefix(f, root+"/") {
 			return "", false
 		}
-		f = f[len(root)+1:]
-	} else if moduleDir != "" {
+		return cleanRel(f[len(root)+1:])
+	}
+	f := strings.ReplaceAll(file, "\\", "/")
+	if moduleDir != "" {
 		f = strings.ReplaceAll(moduleDir, "\\", "/") + "/" + f
 	}
+	return cleanRel(f)
+}
+
+// isAbs reports an absolute file name, in Unix or Windows form.
+func isAbs(file string) bool {
+	f := strings.ReplaceAll(file, "\\", "/")
+	return strings.HasPrefix(f, "/") || (len(f) > 2 && f[1] == ':' && f[2] == '/')
+}
+
+// cleanRel cleans a repository-relative path; false for one that leaves
+// the repository.
+func cleanRel(f string) (string, bool) {
 	f = path.Clean(f)
 	if f == "." || f == ".." || strings.HasPrefix(f, "../") || strings.HasPrefix(f, "/") {
 		return "", false

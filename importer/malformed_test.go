@@ -168,8 +168,10 @@ func TestMalformedDocuments(t *testing.T) {
 }
 
 // TestOwnerValueRefusals: an owner value the grammar would refuse refuses
-// the import — under Drop as well — naming the finding and the slot; a value
-// with quotes or backslashes is escaped and kept.
+// the import, naming the finding, the slot and why (a character's code
+// point, class and byte offset in the value, or a property of the whole
+// value), never the value; under Drop the finding is left out and counted
+// by slot. A value with quotes or backslashes is escaped and kept.
 func TestOwnerValueRefusals(t *testing.T) {
 	v, _ := testVocab(t)
 	frame := func(fields string) string {
@@ -180,29 +182,53 @@ func TestOwnerValueRefusals(t *testing.T) {
 		in    string
 		code  receipts.Code
 		class string
+		msg   string
 	}{
-		{"equal to a status", frame(`"package":"git.corp.example/ZQX/p","function":"affected"`), receipts.AmbiguousSpan, "owner.function"},
-		{"equal to a module", frame(`"package":"golang.org/x/text"`), receipts.AmbiguousSpan, "owner.package"},
-		{"control character", frame(`"position":{"filename":"ZQX\u0007.go"}`), receipts.UncoveredText, "owner.file"},
-		{"bidi control", frame(`"package":"git.corp.example/ZQX/\u202egpj"`), receipts.UncoveredText, "owner.package"},
-		{"zero-width", frame(`"function":"Pi\u200bck"`), receipts.UncoveredText, "owner.function"},
-		{"not NFC", frame(`"package":"git.corp.example/ZQX/cafe\u0301"`), receipts.AmbiguousSpan, "owner.package"},
-		{"padded", frame(`"function":"Pick "`), receipts.AmbiguousSpan, "owner.function"},
-		{"line feed", frame(`"position":{"filename":"a\nb.go"}`), receipts.MalformedRecord, "owner.file"},
+		{"equal to a status", frame(`"package":"git.corp.example/ZQX/p","function":"affected"`), receipts.AmbiguousSpan, "owner.function",
+			"finding 2: owner.function is equal to a vocabulary item (AMBIGUOUS_SPAN)"},
+		{"equal to a module", frame(`"package":"golang.org/x/text"`), receipts.AmbiguousSpan, "owner.package",
+			"finding 2: owner.package is equal to a vocabulary item (AMBIGUOUS_SPAN)"},
+		{"control character", frame(`"position":{"filename":"ZQX\u0007.go"}`), receipts.UncoveredText, "owner.file",
+			"finding 2: U+0007 BEL (a control character) at byte 3 of owner.file (UNCOVERED_TEXT)"},
+		{"tab", frame(`"position":{"filename":"ZQX/x\ty.go"}`), receipts.UncoveredText, "owner.file",
+			"finding 2: U+0009 TAB (a control character) at byte 5 of owner.file (UNCOVERED_TEXT)"},
+		{"bidi control", frame(`"package":"git.corp.example/ZQX/\u202egpj"`), receipts.UncoveredText, "owner.package",
+			"finding 2: U+202E RIGHT-TO-LEFT OVERRIDE (a bidi control) at byte 21 of owner.package (UNCOVERED_TEXT)"},
+		{"zero-width", frame(`"function":"Pi\u200bck"`), receipts.UncoveredText, "owner.function",
+			"finding 2: U+200B ZERO WIDTH SPACE (an invisible character) at byte 2 of owner.function (UNCOVERED_TEXT)"},
+		{"not NFC", frame(`"package":"git.corp.example/ZQX/cafe\u0301"`), receipts.AmbiguousSpan, "owner.package",
+			"finding 2: owner.package is not in Unicode normal form C (NFC) (AMBIGUOUS_SPAN)"},
+		{"padded", frame(`"function":"Pick "`), receipts.AmbiguousSpan, "owner.function",
+			"finding 2: owner.function is padded with white space (AMBIGUOUS_SPAN)"},
+		{"token-shaped", frame(`"function":"pcv:ZQX"`), receipts.AmbiguousSpan, "owner.function",
+			"finding 2: owner.function is shaped like a token (AMBIGUOUS_SPAN)"},
+		{"line feed", frame(`"position":{"filename":"a\nb.go"}`), receipts.MalformedRecord, "owner.file",
+			"finding 2: U+000A LF (a control character) at byte 1 of owner.file (MALFORMED_RECORD)"},
 	}
 	for _, tt := range tests {
-		for _, pol := range []importer.Policy{importer.Refuse, importer.Drop} {
-			res, err := importer.Govulncheck([]byte(tt.in), v, importer.Options{OnUnknown: pol})
-			var re *importer.RefusedError
-			if !errors.As(err, &re) || res != nil {
-				t.Fatalf("%s: err %v, want a refusal", tt.name, err)
-			}
-			if re.Code != tt.code || re.Class != tt.class || re.Finding != 2 {
-				t.Fatalf("%s: %+v, want %s %s finding 2", tt.name, re, tt.code, tt.class)
-			}
-			if strings.Contains(err.Error(), "ZQX") {
-				t.Fatalf("message holds input: %q", err)
-			}
+		res, err := importer.Govulncheck([]byte(tt.in), v, importer.Options{})
+		var re *importer.RefusedError
+		if !errors.As(err, &re) || res != nil {
+			t.Fatalf("%s: err %v, want a refusal", tt.name, err)
+		}
+		if re.Code != tt.code || re.Class != tt.class || re.Finding != 2 {
+			t.Fatalf("%s: %+v, want %s %s finding 2", tt.name, re, tt.code, tt.class)
+		}
+		if want := "importer: " + tt.msg; err.Error() != want {
+			t.Errorf("%s: message %q, want %q", tt.name, err, want)
+		}
+		if strings.Contains(err.Error(), "ZQX") {
+			t.Fatalf("message holds input: %q", err)
+		}
+		res, err = importer.Govulncheck([]byte(tt.in), v, importer.Options{OnUnknown: importer.Drop})
+		if err != nil {
+			t.Fatalf("%s under Drop: %v", tt.name, err)
+		}
+		if st := res.Stats; st.Findings != 2 || st.Written != 1 || st.Dropped != 1 || st.Refused[tt.class] != 1 || len(st.Refused) != 1 {
+			t.Fatalf("%s under Drop: stats %+v", tt.name, st)
+		}
+		if strings.Contains(string(res.Projection), `owner.module=\"git.corp.example/ZQX\"`) {
+			t.Fatalf("%s under Drop: the dropped finding was written:\n%s", tt.name, res.Projection)
 		}
 	}
 

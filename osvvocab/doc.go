@@ -37,15 +37,17 @@
 //
 // Entries are read from a directory (recursively, regular *.json files;
 // symbolic links are not followed), from a zip archive (the database's
-// vulndb.zip or osv.dev's all.zip) or from one JSON file. JSON files that are
-// not OSV entries (the database's index files) are counted and skipped.
+// vulndb.zip or osv.dev's all.zip), from a gzip-compressed tar archive
+// (read as a stream; regular *.json members) or from one JSON file. JSON
+// files that are not OSV entries (the database's index files) are counted
+// and skipped.
 //
 // # Output
 //
 // [Builder.Build] writes the vocabulary with sorted, de-duplicated items and
 // returns the digest [grammar.Vocabulary.Digest] will report for it: SHA-256
 // over the RFC 8785 canonical form. The same entries in any file order, in a
-// directory or a zip, give identical bytes. The revision, unless given, is
+// directory, a zip or a tar.gz, give identical bytes. The revision, unless given, is
 // "osv-" and the first 12 hex digits of the digest of the vocabulary built
 // with an empty revision.
 //

@@ -1,8 +1,10 @@
 package osvvocab
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,7 +69,7 @@ type Stats struct {
 	Files      int // JSON files read
 	Entries    int // OSV entries among them
 	NotEntries int // JSON files that are not OSV entries (index files)
-	Ignored    int // other files: not *.json, not regular, directories in a zip
+	Ignored    int // other files: not *.json, not regular, directories in an archive
 	// Skipped counts items that can never be vocabulary items, by class
 	// ("diagnostic", "module", "version", "citation").
 	Skipped map[string]int
@@ -108,8 +110,8 @@ func New() *Builder {
 	}
 }
 
-// AddPath adds the entries of a directory (recursively), a zip archive or a
-// single JSON file.
+// AddPath adds the entries of a directory (recursively), a zip archive, a
+// gzip-compressed tar archive or a single JSON file.
 func (b *Builder) AddPath(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -119,7 +121,7 @@ func (b *Builder) AddPath(path string) error {
 		return b.addDir(path)
 	}
 	if !fi.Mode().IsRegular() {
-		return &Error{Name: filepath.Base(path), Reason: "not a directory, zip archive or JSON file"}
+		return &Error{Name: filepath.Base(path), Reason: "not a directory, zip archive, tar.gz archive or JSON file"}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -131,6 +133,9 @@ func (b *Builder) AddPath(path string) error {
 	if n == 4 && (string(magic[:]) == "PK\x03\x04" || string(magic[:]) == "PK\x05\x06") {
 		return b.addZip(path)
 	}
+	if n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		return b.addTarGz(path)
+	}
 	if strings.HasSuffix(path, ".json") {
 		data, err := readCapped(path, filepath.Base(path))
 		if err != nil {
@@ -138,7 +143,7 @@ func (b *Builder) AddPath(path string) error {
 		}
 		return b.AddEntry(filepath.Base(path), data)
 	}
-	return &Error{Name: filepath.Base(path), Reason: "not a directory, zip archive or JSON file"}
+	return &Error{Name: filepath.Base(path), Reason: "not a directory, zip archive, tar.gz archive or JSON file"}
 }
 
 func (b *Builder) count() error {
@@ -210,6 +215,82 @@ func (b *Builder) addZip(path string) error {
 		}
 	}
 	return nil
+}
+
+// addTarGz adds the entries of a gzip-compressed tar archive, read as a
+// stream in archive order (the result does not depend on the order).
+// Members that are not regular *.json files are counted as ignored; all the
+// archive's uncompressed bytes, read or skipped, count towards
+// MaxTotalBytes.
+func (b *Builder) addTarGz(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return &Error{Name: filepath.Base(path), Reason: "not a readable tar.gz archive"}
+	}
+	defer zr.Close()
+	cr := &cappedReader{r: zr, left: MaxTotalBytes}
+	tr := tar.NewReader(cr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if cr.over {
+			return &Error{Name: filepath.Base(path), Reason: fmt.Sprintf("database larger than %d bytes", int64(MaxTotalBytes)), Err: ErrLimit}
+		}
+		if err != nil {
+			return &Error{Name: filepath.Base(path), Reason: "not a readable tar.gz archive"}
+		}
+		if err := b.count(); err != nil {
+			return err
+		}
+		if h.Typeflag != tar.TypeReg || !strings.HasSuffix(h.Name, ".json") {
+			b.stats.Ignored++
+			continue
+		}
+		if h.Size > MaxEntryBytes {
+			return &Error{Name: h.Name, Reason: fmt.Sprintf("larger than %d bytes", MaxEntryBytes), Err: ErrLimit}
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, MaxEntryBytes+1))
+		if cr.over {
+			return &Error{Name: filepath.Base(path), Reason: fmt.Sprintf("database larger than %d bytes", int64(MaxTotalBytes)), Err: ErrLimit}
+		}
+		if err != nil {
+			return &Error{Name: h.Name, Reason: "unreadable tar member"}
+		}
+		if err := b.AddEntry(h.Name, data); err != nil {
+			return err
+		}
+	}
+}
+
+// cappedReader reads at most left bytes of r, then fails and sets over.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		c.over = true
+		return 0, ErrLimit
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left+1] // one byte more, to see a larger stream
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		c.over = true
+		return 0, ErrLimit
+	}
+	return n, err
 }
 
 func readCapped(path, name string) ([]byte, error) {

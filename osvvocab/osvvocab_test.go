@@ -1,8 +1,10 @@
 package osvvocab
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -224,6 +226,108 @@ func TestOrderIndependence(t *testing.T) {
 	}
 }
 
+// writeTarGz writes a gzip-compressed tar archive of members (name, data)
+// in order; a name ending in "/" is a directory, "->" a symbolic link.
+func writeTarGz(t *testing.T, path string, members [][2]string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, m := range members {
+		h := &tar.Header{Name: m[0], Mode: 0o644, Size: int64(len(m[1])), Typeflag: tar.TypeReg}
+		switch {
+		case strings.HasSuffix(m[0], "/"):
+			h.Typeflag, h.Size, h.Mode = tar.TypeDir, 0, 0o755
+		case strings.Contains(m[0], "->"):
+			name, target, _ := strings.Cut(m[0], "->")
+			h.Name, h.Linkname, h.Typeflag, h.Size = name, target, tar.TypeSymlink, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write([]byte(m[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTarGz: the database as a tar.gz (a prefix directory, members in
+// reverse order, directories, a symbolic link and a non-JSON file) gives
+// the bytes of the directory form; the other members are counted as
+// ignored.
+func TestTarGz(t *testing.T) {
+	files := dbFiles(t)
+	var names []string
+	for n := range files {
+		if strings.HasSuffix(n, ".json") {
+			names = append(names, n)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(names)))
+	ref := build(t, func(b *Builder) {
+		if err := b.AddPath(dbDir); err != nil {
+			t.Fatal(err)
+		}
+		withModuleVersions(t, b)
+	})
+	members := [][2]string{{"vulndb/", ""}, {"vulndb/ID/", ""}, {"vulndb/README.txt", "not an entry"},
+		{"vulndb/ID/LINK.json->GO-2022-1059.json", ""}}
+	for _, n := range names {
+		members = append(members, [2]string{"vulndb/" + n, string(files[n])})
+	}
+	path := filepath.Join(t.TempDir(), "vulndb.tar.gz")
+	writeTarGz(t, path, members)
+	got := build(t, func(b *Builder) {
+		if err := b.AddPath(path); err != nil {
+			t.Fatal(err)
+		}
+		withModuleVersions(t, b)
+	})
+	if !bytes.Equal(got.JSON, ref.JSON) || got.Digest != ref.Digest {
+		t.Fatal("tar.gz gives other bytes than the directory")
+	}
+	if got.Stats.Files != ref.Stats.Files || got.Stats.Entries != ref.Stats.Entries {
+		t.Fatalf("tar.gz: %d files, %d entries; directory %d, %d", got.Stats.Files, got.Stats.Entries, ref.Stats.Files, ref.Stats.Entries)
+	}
+	if want := 4; got.Stats.Ignored != want {
+		t.Fatalf("tar.gz: %d ignored, want %d (2 directories, a link, a text file)", got.Stats.Ignored, want)
+	}
+
+	// A malformed entry in the archive refuses the build, naming the member.
+	bad := filepath.Join(t.TempDir(), "bad.tar.gz")
+	writeTarGz(t, bad, [][2]string{{"ID/GO-1.json", `{"id": `}})
+	var e *Error
+	if err := New().AddPath(bad); !errors.As(err, &e) || e.Name != "ID/GO-1.json" || e.Reason != "not strict JSON" {
+		t.Fatalf("malformed member: err %v", err)
+	}
+
+	// A gzip stream that is not a tar archive, and a truncated gzip stream.
+	notTar := filepath.Join(t.TempDir(), "x.tar.gz")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(bytes.Repeat([]byte("not a tar header "), 64))
+	zw.Close()
+	os.WriteFile(notTar, buf.Bytes(), 0o644)
+	if err := New().AddPath(notTar); !errors.As(err, &e) || e.Reason != "not a readable tar.gz archive" {
+		t.Fatalf("gzip of no tar: err %v", err)
+	}
+	os.WriteFile(notTar, buf.Bytes()[:12], 0o644)
+	if err := New().AddPath(notTar); !errors.As(err, &e) || e.Reason != "not a readable tar.gz archive" {
+		t.Fatalf("truncated gzip: err %v", err)
+	}
+}
+
 // TestBuildTwice checks that Build does not consume the module-versions
 // files or change the builder.
 func TestBuildTwice(t *testing.T) {
@@ -302,8 +406,8 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-// TestSizeCaps: a zip member over the per-file cap is refused from its
-// declared size, a file on disk from its read size.
+// TestSizeCaps: a zip or tar.gz member over the per-file cap is refused
+// from its declared size, a file on disk from its read size.
 func TestSizeCaps(t *testing.T) {
 	dir := t.TempDir()
 	big := append([]byte(`{"id":"GO-1","details":"`), bytes.Repeat([]byte{'a'}, MaxEntryBytes)...)
@@ -321,6 +425,15 @@ func TestSizeCaps(t *testing.T) {
 	os.WriteFile(zpath, buf.Bytes(), 0o644)
 	if err := New().AddPath(zpath); !errors.Is(err, ErrLimit) {
 		t.Fatalf("zip: err %v, want ErrLimit", err)
+	}
+
+	tpath := filepath.Join(dir, "bomb.tar.gz")
+	writeTarGz(t, tpath, [][2]string{{"ID/GO-1.json", string(big)}})
+	if fi, _ := os.Stat(tpath); fi.Size() > 1<<20 {
+		t.Fatalf("test tar.gz is %d bytes; expected a small compressed member", fi.Size())
+	}
+	if err := New().AddPath(tpath); !errors.Is(err, ErrLimit) {
+		t.Fatalf("tar.gz: err %v, want ErrLimit", err)
 	}
 
 	sub := filepath.Join(dir, "db", "ID")

@@ -82,8 +82,15 @@ func (d *demo) runGateway(ctx context.Context, verifierMode string) error {
 		return fmt.Errorf("the gateway's answer is not a chat.completion")
 	}
 	res := comp.Privacycut
-	fmt.Fprintf(out, "\n3. What the gateway did for that one request: its own plan from the route, verification %s (%d claims), seal %s,\n",
-		res.Verification.Verdict, len(res.Verification.Claims), res.Seal)
+	fmt.Fprintf(out, "\n3. What the gateway did for that one request: its own plan from the route, seal %s,\n   verification %s, its claims:\n",
+		res.Seal, res.Verification.Verdict)
+	for _, cl := range res.Verification.Claims {
+		mark := "holds"
+		if !cl.OK {
+			mark = "FAILS"
+		}
+		fmt.Fprintf(out, "   %-18s %s\n", cl.Name, mark)
+	}
 	for _, dec := range res.Decisions {
 		fmt.Fprintf(out, "   admitted use %d of %d to %s, body %s,\n", dec.Use, dec.MaxUses, dec.Target, dec.BodyDigest)
 	}
@@ -96,10 +103,12 @@ func (d *demo) runGateway(ctx context.Context, verifierMode string) error {
 	content := comp.Choices[0].Message.Content
 	fmt.Fprintf(out, "\n4. The reply: %s %s, finish_reason %s; its content, rehydrated inside the vault:\n   %s\n",
 		comp.Object, comp.ID, comp.Choices[0].FinishReason, content)
+	printProseToken(out, []byte(content))
 	subs := map[string]int{}
 	if res.Rehydration != nil {
 		subs = res.Rehydration.Substitutions
-		fmt.Fprintf(out, "   (%s: %s substituted; purge at %s)\n", res.Rehydration.Schema, summary(subs), res.Rehydration.PurgeAt)
+		fmt.Fprintf(out, "   (%s: %s substituted; the rehydrated content must be deleted by %s, its purge time)\n",
+			res.Rehydration.Schema, summary(subs), res.Rehydration.PurgeAt)
 	}
 	d.check("the front door's answer is rehydrated and the lease consumed",
 		res.LeaseState == "CONSUMED" && len(subs) > 0 && strings.Contains(content, "git.corp.example/payments/ledger"), res.LeaseState)
@@ -124,7 +133,7 @@ func (d *demo) runGateway(ctx context.Context, verifierMode string) error {
 	json.Unmarshal(reply, &e)
 	fmt.Fprintf(out, "\n5. The same request with a line of prose added as a last message: HTTP %d, error code %s, param %s\n",
 		status, e.Error.Code, e.Error.Param)
-	d.check("prose at the front door is refused UNCOVERED_TEXT, naming the message, echoing nothing",
+	d.check("prose at the front door is refused, naming the message, echoing nothing",
 		status == http.StatusUnprocessableEntity && e.Error.Code == string(receipts.UncoveredText) &&
 			e.Error.Param == fmt.Sprintf("messages[%d].content", len(msgs)-1) && !bytes.Contains(reply, []byte("ledger service")),
 		e.Error.Code)

@@ -76,10 +76,43 @@ func TestDemo(t *testing.T) {
 	s := out.String()
 	for _, want := range []string{"profile accepted", "verification (verifier/1, plugin): pass", "wire-match         holds",
 		"use 1: HTTP 429 (rate-limited)", "use 2: HTTP 200 (ok)", "LEASE_NOT_ACTIVE",
-		"TOKEN_NOT_ISSUED at $.findings[0].owner_module", "TOKEN_WRONG_PATH at $.findings[0].action", "8 of 8 checks behaved as expected"} {
+		"TOKEN_NOT_ISSUED at $.findings[0].owner_module", "TOKEN_WRONG_PATH at $.findings[0].action", "8 of 8 checks behaved as expected",
+		"may never leave — refused: its digest is registered local-only\n",
+		"The summary still holds a token, and that is right: it is free text the model wrote, not a\n",
+		": the rehydrated result of step 5 must be deleted by then"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, s)
 		}
+	}
+	checkDemoReport(t, s)
+}
+
+// checkDemoReport checks that a demo report reads plainly: the local-only
+// refusal is not filed under PLAN_MISMATCH, no line names a refusal code
+// twice, and the verification claims are listed one per line.
+func checkDemoReport(t *testing.T, s string) {
+	t.Helper()
+	if strings.Contains(s, "PLAN_MISMATCH") {
+		t.Errorf("the report files a refusal under PLAN_MISMATCH:\n%s", s)
+	}
+	code := regexp.MustCompile(`\b[A-Z]+(?:_[A-Z]+)+\b`)
+	for _, line := range strings.Split(s, "\n") {
+		seen := map[string]bool{}
+		for _, c := range code.FindAllString(line, -1) {
+			if seen[c] {
+				t.Errorf("line names %s twice: %q", c, line)
+			}
+			seen[c] = true
+		}
+	}
+	claims := 0
+	for _, line := range strings.Split(s, "\n") {
+		if regexp.MustCompile(`^   [a-z-]+ +(holds|FAILS)$`).MatchString(line) {
+			claims++
+		}
+	}
+	if claims < 8 {
+		t.Errorf("%d verification claims on lines of their own, want every claim (8 or more):\n%s", claims, s)
 	}
 }
 

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/receipts"
@@ -78,24 +81,36 @@ func readProjection(c *Cmd, path string) ([]byte, []receipts.Refusal, error) {
 	if over {
 		return nil, []receipts.Refusal{{Code: receipts.LimitExceeded, Part: -1, Line: 1, Column: 1}}, nil
 	}
+	if c != nil {
+		c.projectionHint(data)
+	}
 	return data, nil, nil
 }
 
 func loadVocabulary(path string) (*grammar.Vocabulary, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read vocabulary: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, grammar.MaxVocabularyBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read vocabulary: %w", err)
-	}
-	v, err := grammar.LoadVocabulary(data)
+	data, err := readVocabularyFile(path)
 	if err != nil {
 		return nil, err
 	}
+	v, err := grammar.LoadVocabulary(data)
+	if err != nil {
+		return nil, vocabularyError(data, err)
+	}
 	return v, nil
+}
+
+// readVocabularyFile reads a --vocab file; a directory (an unpacked OSV
+// database, most likely) is named as one, with the command that builds a
+// vocabulary from it.
+func readVocabularyFile(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, errors.New("--vocab is a directory, not a Vocabulary@1: give an OSV database directory to cut vocab build --osv to build one")
+	}
+	data, err := readFileCapped(path, grammar.MaxVocabularyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read vocabulary: %w", err)
+	}
+	return data, nil
 }
 
 // outputFile is an output file written in full or not at all. It is
@@ -152,5 +167,131 @@ func (o *outputFile) abort() {
 	if !o.done {
 		o.f.Close()
 		os.Remove(o.f.Name())
+	}
+}
+
+// A file kind is what fileKind recognizes a file as, for a hint when a
+// command is given the wrong kind of file.
+type fileKind int
+
+const (
+	kindUnknown fileKind = iota
+	kindVocabulary
+	kindProjection
+	kindPlan
+	kindOSVEntry
+	kindGovulncheck
+	kindOpenVEX
+	kindOSVScanner
+	kindZip
+	kindGzip
+)
+
+// String names the kind for a message ("a govulncheck -json stream").
+func (k fileKind) String() string {
+	return [...]string{"an unrecognized file", "a Vocabulary@1", "a Projection@1", "a DisclosurePlan@1",
+		"an OSV entry (one vulnerability of the database, not a vocabulary)", "a govulncheck -json stream",
+		"an OpenVEX document", "an osv-scanner JSON report", "a zip archive", "a gzip archive"}[k]
+}
+
+// importer names the cut import command that reads a scanner's output of
+// this kind ("" for a kind that is not one).
+func (k fileKind) importer() string {
+	switch k {
+	case kindGovulncheck:
+		return "govulncheck"
+	case kindOpenVEX:
+		return "openvex"
+	case kindOSVScanner:
+		return "osv-scanner"
+	}
+	return ""
+}
+
+// sniffKind recognizes a file from its first bytes and the top-level keys
+// of its first JSON value. It reads names of keys and the values of
+// "schema" and "@context" only, and returns only a kind: nothing of the
+// file reaches a message.
+func sniffKind(data []byte) fileKind {
+	switch {
+	case bytes.HasPrefix(data, []byte("PK\x03\x04")):
+		return kindZip
+	case bytes.HasPrefix(data, []byte{0x1f, 0x8b}):
+		return kindGzip
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return kindUnknown
+	}
+	keys := map[string]bool{}
+	var schema, context string
+	for n := 0; dec.More() && n < 64; n++ {
+		t, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, _ := t.(string)
+		keys[key] = true
+		var err2 error
+		switch key {
+		case "schema":
+			err2 = dec.Decode(&schema)
+		case "@context":
+			err2 = dec.Decode(&context)
+		default:
+			var skip json.RawMessage
+			err2 = dec.Decode(&skip)
+		}
+		if err2 != nil {
+			break
+		}
+		if n == 0 {
+			// A govulncheck stream is a sequence of messages of one key each.
+			switch key {
+			case "config", "progress", "SBOM", "osv", "finding":
+				return kindGovulncheck
+			}
+		}
+	}
+	switch {
+	case schema == grammar.VocabularySchema:
+		return kindVocabulary
+	case schema == grammar.ProjectionSchema:
+		return kindProjection
+	case schema == receipts.SchemaPlan:
+		return kindPlan
+	case strings.HasPrefix(context, "https://openvex.dev/ns"):
+		return kindOpenVEX
+	case keys["results"] && !keys["schema"]:
+		return kindOSVScanner
+	case keys["schema_version"] && keys["id"] && (keys["affected"] || keys["modified"]):
+		return kindOSVEntry
+	}
+	return kindUnknown
+}
+
+// vocabularyError adds to an error loading a vocabulary what the file is
+// instead and the command that builds a Vocabulary@1.
+func vocabularyError(data []byte, err error) error {
+	k := sniffKind(data)
+	switch k {
+	case kindVocabulary:
+		return err
+	case kindUnknown:
+		return fmt.Errorf("%w\n(--vocab takes a Vocabulary@1: build one with cut vocab build --osv DIR|ZIP|TAR.GZ -o vocab.json)", err)
+	}
+	how := "build one from the OSV database with cut vocab build --osv DIR|ZIP|TAR.GZ -o vocab.json"
+	if k == kindZip || k == kindGzip || k == kindOSVEntry {
+		how = "give it to cut vocab build --osv to build one"
+	}
+	return fmt.Errorf("--vocab is %s, not a Vocabulary@1: %s", k, how)
+}
+
+// projectionHint prints, for a projection file that is a scanner's output,
+// the cut import command that makes a Projection@1 of it.
+func (c *Cmd) projectionHint(data []byte) {
+	if imp := sniffKind(data).importer(); imp != "" {
+		c.hintf("the projection is %s, not a Projection@1: make one with cut import %s --vocab V -o findings.json FILE",
+			sniffKind(data), imp)
 	}
 }

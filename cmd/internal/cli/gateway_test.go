@@ -31,11 +31,13 @@ func TestDemoGateway(t *testing.T) {
 	s := out.String()
 	for _, want := range []string{"profile accepted", "verification pass", "now CONSUMED", "chat.completion chatcmpl-",
 		`"owner_module":"git.corp.example/payments/ledger"`, "error code UNCOVERED_TEXT, param messages[4].content",
-		"the 429 was redelivered", "3 of 3 checks behaved as expected"} {
+		"the 429 was redelivered", "3 of 3 checks behaved as expected", "must be deleted by",
+		"The summary still holds a token, and that is right"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, s)
 		}
 	}
+	checkDemoReport(t, s)
 	// The kept configuration serves again under `cut gateway`.
 	m := regexp.MustCompile(`files: (\S+)`).FindStringSubmatch(s)
 	if m == nil {

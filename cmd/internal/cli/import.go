@@ -19,8 +19,12 @@ func init() {
 		"openvex":     "a Projection@1 from an OpenVEX document",
 		"osv-scanner": "a Projection@1 from osv-scanner --format json output",
 	} {
+		synopsis := "--vocab V [--codeowners FILE [--module-dir D] [--repo-root P]] [--on-unknown refuse|drop] [--ask Q]… [-o F] [STREAM|-]"
+		if format == "openvex" {
+			synopsis = "--vocab V [--on-unknown refuse|drop] [--ask Q]… [-o F] [STREAM|-]"
+		}
 		register(&command{name: "import " + format,
-			synopsis: "--vocab V [--codeowners FILE [--module-dir D] [--repo-root P]] [--on-unknown refuse|drop] [--ask Q]… [-o F] [STREAM|-]",
+			synopsis: synopsis,
 			summary:  about,
 			run: func(ctx context.Context, c *Cmd, args []string) error {
 				return runImport(ctx, c, format, args)
@@ -38,13 +42,26 @@ func runImport(ctx context.Context, c *Cmd, format string, args []string) error 
 	fn := importers[format]
 	fs := c.flags("import " + format)
 	vocabPath := fs.String("vocab", "", "vocabulary `file` (Vocabulary@1)")
-	coPath := fs.String("codeowners", "", "CODEOWNERS `file`: owner.team and owner.person for each finding's file")
-	onUnknown := fs.String("on-unknown", "refuse", "a finding with a public item the vocabulary lacks: refuse the import, or drop the finding")
+	coPath, moduleDir, repoRoot := new(string), new(string), new(string)
+	if format != "openvex" {
+		// An OpenVEX document names no files: nothing to match CODEOWNERS
+		// against, so these flags are not taken (a usage error, not ignored).
+		fs.StringVar(coPath, "codeowners", "", "CODEOWNERS `file`: owner.team and owner.person for each finding's file")
+		fs.StringVar(moduleDir, "module-dir", "", "the scanned module's `directory` relative to the repository root (CODEOWNERS matching)")
+		fs.StringVar(repoRoot, "repo-root", "", "absolute `path` of the repository checkout, for absolute file names (CODEOWNERS matching)")
+	}
+	onUnknown := fs.String("on-unknown", "refuse", "a finding with a public item the vocabulary lacks, or an owner value the grammar refuses: refuse the import, or drop the finding")
 	out := fs.String("o", "", "write the projection to `file` (default stdout)")
-	moduleDir := fs.String("module-dir", "", "the scanned module's `directory` relative to the repository root (CODEOWNERS matching)")
-	repoRoot := fs.String("repo-root", "", "absolute `path` of the repository checkout, for absolute file names (CODEOWNERS matching)")
 	var asks stringList
 	fs.Var(&asks, "ask", "add an `ask` record with this vocabulary question in a query part; repeatable")
+	if format == "openvex" {
+		for _, a := range args {
+			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if strings.HasPrefix(a, "-") && (name == "codeowners" || name == "module-dir" || name == "repo-root") {
+				return usagef("--%s does not apply: an OpenVEX document names no files to match CODEOWNERS against", name)
+			}
+		}
+	}
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -101,12 +118,36 @@ func runImport(ctx context.Context, c *Cmd, format string, args []string) error 
 	if st.Unknown.Total() > 0 {
 		line += "; not in the vocabulary: " + st.Unknown.String()
 	}
+	if len(st.Refused) > 0 {
+		line += "; owner values refused by the grammar: " + refusedSummary(st.Refused)
+	}
 	if st.Skipped > 0 {
 		line += fmt.Sprintf("; %d packages of other ecosystems skipped", st.Skipped)
 	}
 	fmt.Fprintln(c.Stderr, line)
 	fmt.Fprintf(c.Stderr, "cut: import: owner slots: %s\n", ownerSummary(st.Owners))
+	switch {
+	case st.Absolute > 0 && *repoRoot == "":
+		c.hintf("%d findings name absolute file names, which CODEOWNERS cannot match: no team or person for them; give --repo-root (the checkout's absolute path)", st.Absolute)
+	case st.Unplaced > 0:
+		c.hintf("%d findings name files outside the repository (of --repo-root, --module-dir): no team or person for them", st.Unplaced)
+	}
 	return nil
+}
+
+// refusedSummary lists findings dropped for an owner value, by slot in
+// category order, then a record refused whole.
+func refusedSummary(m map[string]int) string {
+	var parts []string
+	for _, cat := range grammar.Categories() {
+		if n := m["owner."+cat.String()]; n > 0 {
+			parts = append(parts, fmt.Sprintf("owner.%s %d", cat, n))
+		}
+	}
+	if n := m["record"]; n > 0 {
+		parts = append(parts, fmt.Sprintf("record %d", n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // importRefused prints an importer error (content-free by construction),
@@ -126,14 +167,19 @@ func (c *Cmd) importRefused(err error) error {
 	default:
 		return err
 	}
-	event := receipts.NewEventID()
-	c.journal(event, []receipts.Refusal{reason})
-	c.errorf("%s: %v (event %s)", c.name, err, event)
+	doc := receipts.RefusalDocument{Refused: true, EventID: receipts.NewEventID(), Reasons: []receipts.Refusal{reason}}
+	c.journal(doc.EventID, doc.Reasons)
+	c.errorf("%s: %v (event %s)", c.name, err, doc.EventID)
 	if re != nil && re.Unknown.Total() > 0 {
 		fmt.Fprintf(c.Stderr, "cut: import: findings with items not in the vocabulary: %s\n", re.Unknown)
 		c.hintf("rebuild the vocabulary (cut vocab build --module-versions for versions in use), or --on-unknown drop to leave these findings out")
 	}
-	return c.printRefusal(false, receipts.RefusalDocument{Refused: true, EventID: event, Reasons: []receipts.Refusal{reason}})
+	if re != nil && (strings.HasPrefix(re.Class, "owner.") || re.Class == "record") {
+		c.hintf("an owner value is never altered: fix it where the scanner reads it, or --on-unknown drop to leave such findings out")
+	}
+	// Exit 3 prints the refusal document on stdout, as every refusal does;
+	// nothing of the projection is written.
+	return c.printRefusal(false, doc)
 }
 
 // writeOutput writes data to path in full or not at all (outputFile), or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/privacycut/privacycut/vault/vaultapi"
@@ -12,15 +13,15 @@ import (
 func init() {
 	registerGroup("lease", "vaultd's leases: list, show, revoke")
 	register(
-		&command{name: "lease list", synopsis: "[--json] [--vault SOCK]", summary: "list the vault's leases and the state of their keys", run: leaseList},
+		&command{name: "lease list", synopsis: "[--json] [--vault SOCK]", summary: "list the vault's leases, oldest first, with their age, state and the state of their keys", run: leaseList},
 		&command{name: "lease show", synopsis: "[--json] [--vault SOCK] REF", summary: "show one lease", run: leaseShow},
 		&command{name: "lease revoke", synopsis: "[--json] [--vault SOCK] REF", summary: "revoke a lease: its data key is destroyed", run: leaseRevoke},
 	)
 }
 
 // leaseListOut is the --json output of cut lease list: every lease with
-// the state of its data key. Leases are public metadata; no map material
-// is ever printed.
+// the state of its data key, oldest first (by creation time, then id).
+// Leases are public metadata; no map material is ever printed.
 type leaseListOut struct {
 	Leases []vaultapi.Info `json:"leases"`
 }
@@ -43,6 +44,7 @@ func leaseList(ctx context.Context, c *Cmd, args []string) error {
 	if err != nil {
 		return c.vaultError(*f.asJSON, err)
 	}
+	sortLeases(infos)
 	if *f.asJSON {
 		if infos == nil {
 			infos = []vaultapi.Info{}
@@ -53,13 +55,41 @@ func leaseList(ctx context.Context, c *Cmd, args []string) error {
 		fmt.Fprintln(c.Stdout, "no leases")
 		return nil
 	}
-	fmt.Fprintf(c.Stdout, "%-30s  %-8s  %-9s  %-20s  %s\n", "LEASE", "STATE", "KEY", "DEADLINE", "RUN/ATTEMPT")
+	now := time.Now()
+	fmt.Fprintf(c.Stdout, "%-30s  %6s  %-8s  %-9s  %-20s  %s\n", "LEASE", "AGE", "STATE", "KEY", "DEADLINE", "RUN/ATTEMPT")
 	for _, in := range infos {
 		l := in.Lease
-		fmt.Fprintf(c.Stdout, "%-30s  %-8s  %-9s  %-20s  %s/%d\n", l.ID, l.State, in.Key,
+		fmt.Fprintf(c.Stdout, "%-30s  %6s  %-8s  %-9s  %-20s  %s/%d\n", l.ID, age(now.Sub(l.CreatedAt)), l.State, in.Key,
 			l.Deadline.Format(time.RFC3339), l.Run, l.Attempt)
 	}
 	return nil
+}
+
+// sortLeases orders leases by creation time, oldest first (the newest
+// ends the listing, next to the prompt), then by id.
+func sortLeases(infos []vaultapi.Info) {
+	sort.SliceStable(infos, func(i, j int) bool {
+		a, b := infos[i].Lease, infos[j].Lease
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt)
+		}
+		return a.ID < b.ID
+	})
+}
+
+// age is a lease's age in its largest two units: 45s, 12m, 3h05m, 2d04h.
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
 func leaseShow(ctx context.Context, c *Cmd, args []string) error {

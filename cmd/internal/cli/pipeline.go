@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/privacycut/privacycut/grammar"
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/client"
@@ -113,13 +112,13 @@ func refusalLine(r receipts.Refusal) string {
 
 // loadInputs reads the vocabulary and the plan files of a cut.
 func (c *Cmd) loadInputs(vocabPath, planPath string) (*pipeline.Vocabulary, *pipeline.Plan, error) {
-	vb, err := readFileCapped(vocabPath, grammar.MaxVocabularyBytes)
+	vb, err := readVocabularyFile(vocabPath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read vocabulary: %w", err)
+		return nil, nil, err
 	}
 	vocab, err := pipeline.LoadVocabulary(vb)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, vocabularyError(vb, err)
 	}
 	plan, err := loadPlan(planPath)
 	if err != nil {

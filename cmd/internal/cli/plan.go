@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,14 +32,14 @@ func runPlanInit(ctx context.Context, c *Cmd, args []string) error {
 	purpose := fs.String("purpose", "", "declared `purpose`")
 	target := fs.String("target", "", "exact target `URL`")
 	mode := fs.String("mode", receipts.ModeIrreversible, "irreversible or reversible")
-	expires := fs.Duration("expires", 24*time.Hour, "plan lifetime")
+	expires := durationVar(fs, "expires", 24*time.Hour, "plan lifetime, a `duration` such as 24h or 168h")
 	out := fs.String("o", "", "write the plan to `file` (default stdout)")
 	maxUses := fs.Int("max-uses", 1, "admissions allowed")
 	maxParents := fs.Int("max-parents", grammar.DefaultMaxParents, "distinct parents allowed in the joined label")
 	allow := fs.String("allow", "", "comma-separated owner categories to allow (default all but credential)")
 	schemaPath := fs.String("schema", "", "output schema `file` (reversible cuts)")
-	remote := fs.Duration("remote-deadline", 10*time.Minute, "reversible: how long the remote model may take")
-	window := fs.Duration("return-window", time.Hour, "reversible: how long a return may wait for rehydration")
+	remote := durationVar(fs, "remote-deadline", 10*time.Minute, "reversible: how long the remote model may take (a `duration`)")
+	window := durationVar(fs, "return-window", time.Hour, "reversible: how long a return may wait for rehydration (a `duration`)")
 	station := fs.String("station", "local", "reversible: the station allowed to rehydrate")
 	keyPath := fs.String("evidence-key", "", "evidence key `file`")
 	wireProfile := fs.String("wire", "", "wire `profile` the export is sent as: export@1 (default), openai-chat@1 or anthropic-messages@1")
@@ -79,7 +80,8 @@ func runPlanInit(ctx context.Context, c *Cmd, args []string) error {
 		for _, name := range strings.Split(*allow, ",") {
 			cat, ok := grammar.ParseCategory([]byte(strings.TrimSpace(name)))
 			if !ok || cat == grammar.CategoryCredential {
-				return usagef("--allow: %q is not an allowed category", name)
+				return usagef("--allow: %q is not an allowed category; the categories are %s (credential is never allowed)",
+					name, allowedCategories())
 			}
 			opt.Allowed = append(opt.Allowed, cat)
 		}
@@ -90,13 +92,13 @@ func runPlanInit(ctx context.Context, c *Cmd, args []string) error {
 			return fmt.Errorf("read schema: %w", err)
 		}
 	}
-	vb, err := readFileCapped(*vocabPath, grammar.MaxVocabularyBytes)
+	vb, err := readVocabularyFile(*vocabPath)
 	if err != nil {
-		return fmt.Errorf("read vocabulary: %w", err)
+		return err
 	}
 	vocab, err := pipeline.LoadVocabulary(vb)
 	if err != nil {
-		return err
+		return vocabularyError(vb, err)
 	}
 	data, refs, err := readProjection(c, pos[0])
 	if err != nil {
@@ -158,13 +160,13 @@ func (c *Cmd) planFromRoute(fs *flag.FlagSet, rf routeFlags, vocabPath, schemaPa
 			return fmt.Errorf("read schema: %w", err)
 		}
 	}
-	vb, err := readFileCapped(vocabPath, grammar.MaxVocabularyBytes)
+	vb, err := readVocabularyFile(vocabPath)
 	if err != nil {
-		return fmt.Errorf("read vocabulary: %w", err)
+		return err
 	}
 	vocab, err := pipeline.LoadVocabulary(vb)
 	if err != nil {
-		return err
+		return vocabularyError(vb, err)
 	}
 	data, refs, err := readProjection(c, pos[0])
 	if err != nil {
@@ -247,4 +249,49 @@ func (c *Cmd) sayStrictness(plan *pipeline.Plan, schema []byte) {
 		return
 	}
 	c.hintf("the output schema is sent with strict false: %s", st)
+}
+
+// allowedCategories lists the owner categories --allow takes, comma-separated.
+func allowedCategories() string {
+	var names []string
+	for _, cat := range grammar.Categories() {
+		if cat != grammar.CategoryCredential {
+			names = append(names, cat.String())
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// durationFlag is a duration flag whose parse error says which form a
+// duration takes.
+type durationFlag struct{ d *time.Duration }
+
+// durationForm is the accepted form of a duration, for messages.
+const durationForm = "a duration is a number with a unit (ns, us, ms, s, m, h), such as 90s, 10m, 24h or 1h30m; a day is 24h, a week 168h"
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+// Get returns the time.Duration (flag.Getter).
+func (f durationFlag) Get() any { return *f.d }
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New(durationForm)
+	}
+	*f.d = d
+	return nil
+}
+
+// durationVar defines a duration flag with durationFlag's error.
+func durationVar(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	d := new(time.Duration)
+	*d = value
+	fs.Var(durationFlag{d}, name, usage)
+	return d
 }

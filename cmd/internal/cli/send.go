@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,12 +12,13 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/egress"
+	"github.com/privacycut/privacycut/lease"
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
 )
 
 func init() {
-	register(&command{name: "send", synopsis: "--vocab V --plan P [--route NOTE --trust KEYS…] [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [--schema S] [--credential-file F] [--quarantine F] [--timeout D] [--json] PROJ",
+	register(&command{name: "send", synopsis: "--vocab V --plan P [--route NOTE --trust KEYS…] [--vault SOCK] [--run R --attempt N] [--verifier plugin|inprocess] [--schema S [-o F]] [--credential-file F] [--quarantine F] [--timeout D] [--json] PROJ",
 		summary: "prepare, seal, admit and send the sealed bytes; quarantine the answer, rehydrate it", run: runSend})
 }
 
@@ -36,6 +39,7 @@ type sendResult struct {
 	Lease      *string                   `json:"lease"`
 	LeaseState string                    `json:"lease_state,omitempty"`
 	Rehydrated *pipeline.Rehydrated      `json:"rehydrated,omitempty"`
+	Output     string                    `json:"output,omitempty"`
 	Refusal    *receipts.RefusalDocument `json:"refusal,omitempty"`
 	Upstream   *upstreamOut              `json:"upstream,omitempty"`
 }
@@ -50,8 +54,9 @@ type upstreamOut struct {
 func runSend(ctx context.Context, c *Cmd, args []string) error {
 	f, fs := c.prepareFlags("send")
 	quarantine := fs.String("quarantine", "", "write the answer to `file` (default under $XDG_STATE_HOME/privacycut/quarantine)")
-	timeout := fs.Duration("timeout", egress.DefaultTryTimeout, "bound of one delivery try, connection to the answer's last byte")
+	timeout := durationVar(fs, "timeout", egress.DefaultTryTimeout, "bound of one delivery try, connection to the answer's last byte (a `duration`)")
 	credential := fs.String("credential-file", "", "provider credential `file` (0600, yours; default $PRIVACYCUT_CREDENTIAL_FILE), read at send time")
+	out := fs.String("o", "", "with --schema: write the rehydrated answer to `file` (0600) instead of stdout")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
@@ -59,9 +64,17 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 	if f.vocab == "" || f.plan == "" || len(pos) != 1 {
 		return c.usage()
 	}
+	if *out != "" && f.schema == "" {
+		return usagef("-o writes the rehydrated answer of a reversible cut: it needs --schema")
+	}
 	schema, err := f.readSchema()
 	if err != nil {
 		return err
+	}
+	if *out != "" {
+		if plan, err := loadPlan(f.plan); err == nil && plan.Fields().Mode != receipts.ModeReversible {
+			return usagef("-o writes the rehydrated answer of a reversible cut; this plan is %s", plan.Fields().Mode)
+		}
 	}
 	cut, p, err := c.prepare(ctx, f, pos[0], schema)
 	var ve *pipeline.VerificationError
@@ -87,6 +100,15 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 		return err
 	}
 	defer qf.abort()
+	// The output file exists before the vault consumes the lease: once it
+	// has, the answer cannot be asked for again.
+	var of *outputFile
+	if *out != "" {
+		if of, err = createOutput(*out, 0o600); err != nil {
+			return fmt.Errorf("output file: %w", err)
+		}
+		defer of.abort()
+	}
 	cred := *credential
 	if cred == "" {
 		cred = c.Getenv("PRIVACYCUT_CREDENTIAL_FILE")
@@ -103,6 +125,17 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 		if sent.Lease != "" {
 			l := sent.Lease
 			res.Lease = &l
+		}
+	}
+	if res.Rehydrated != nil && of != nil {
+		if err := of.commit(append(bytes.Clone(res.Rehydrated.Result), '\n')); err != nil {
+			// The lease is consumed: the answer goes to stdout rather than
+			// nowhere.
+			c.errorf("%s: writing %s: %v; the answer follows on stdout", c.name, of.path, err)
+		} else {
+			r := *res.Rehydrated
+			r.Result = json.RawMessage("null")
+			res.Rehydrated, res.Output = &r, of.path
 		}
 	}
 	var re *pipeline.RefusedError
@@ -122,6 +155,10 @@ func runSend(ctx context.Context, c *Cmd, args []string) error {
 		}
 	} else {
 		c.printSent(&res)
+	}
+	if serr == nil && res.Lease != nil && res.Rehydrated == nil && res.LeaseState == lease.Active.String() {
+		c.hintf("lease %s stays ACTIVE: rehydrate the answer with cut rehydrate --lease %s --schema SCHEMA %s, or end it with cut lease revoke %s",
+			*res.Lease, *res.Lease, res.Quarantine, *res.Lease)
 	}
 	switch {
 	case re != nil:
@@ -166,7 +203,11 @@ func (c *Cmd) printSent(r *sendResult) {
 		fmt.Fprintf(c.Stdout, "quarantined: %s (%s)\n", r.Quarantine, r.Answer)
 	}
 	if r.Rehydrated != nil {
-		fmt.Fprintf(c.Stdout, "rehydrated:\n%s\n", r.Rehydrated.Result)
+		if r.Output != "" {
+			fmt.Fprintf(c.Stdout, "rehydrated answer written to %s\n", r.Output)
+		} else {
+			fmt.Fprintf(c.Stdout, "rehydrated:\n%s\n", r.Rehydrated.Result)
+		}
 		printReceipt(c, r.Rehydrated.Receipt, r.Rehydrated.State)
 	}
 	if r.Refusal != nil {

@@ -12,7 +12,7 @@ import (
 
 func init() {
 	registerGroup("vocab", "build a Vocabulary@1")
-	register(&command{name: "vocab build", synopsis: "--osv DIR|ZIP [--osv …] [--module-versions FILE]… [--pseudo-versions] [--prerelease-versions] [--revision R] [-o FILE]",
+	register(&command{name: "vocab build", synopsis: "--osv DIR|ZIP|TAR.GZ [--osv …] [--module-versions FILE]… [--pseudo-versions] [--prerelease-versions] [--revision R] [-o FILE]",
 		summary: "build a Vocabulary@1 from OSV entries", run: runVocabBuild})
 }
 
@@ -25,7 +25,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 func runVocabBuild(ctx context.Context, c *Cmd, args []string) error {
 	fs := c.flags("vocab build")
 	var osv, mv stringList
-	fs.Var(&osv, "osv", "OSV entries: a `DIR` (read recursively), a zip archive or one JSON file; repeatable")
+	fs.Var(&osv, "osv", "OSV entries: a `DIR` (read recursively), a zip or tar.gz archive or one JSON file; repeatable")
 	fs.Var(&mv, "module-versions", "`FILE` of `go list -m all` or `go list -m -versions` lines: versions of modules the entries name; repeatable")
 	pseudo := fs.Bool("pseudo-versions", false, "also take pseudo-versions from --module-versions (a pseudo-version names a commit, which may exist only in a private mirror)")
 	pre := fs.Bool("prerelease-versions", false, "also take from --module-versions versions with a prerelease or build part that no OSV entry names (a fork's own tags, such as v1.0.7-acme.1, may name it)")
