@@ -273,7 +273,7 @@ func sniffKind(data []byte) fileKind {
 // vocabularyError adds to an error loading a vocabulary what the file is
 // instead and the command that builds a Vocabulary@1.
 func vocabularyError(data []byte, err error) error {
-	k := sniffKind(data)
+	k := sniffKind(data[:min(len(data), 64<<10)])
 	switch k {
 	case kindVocabulary:
 		return err
@@ -289,9 +289,14 @@ func vocabularyError(data []byte, err error) error {
 
 // projectionHint prints, for a projection file that is a scanner's output,
 // the cut import command that makes a Projection@1 of it.
+//
+// It reads the first 64 KiB only: every projection is read through here,
+// and skipping a large first member (a projection's parts) would cost a
+// decoding of the whole file. A scanner's output names itself in its
+// first members.
 func (c *Cmd) projectionHint(data []byte) {
-	if imp := sniffKind(data).importer(); imp != "" {
-		c.hintf("the projection is %s, not a Projection@1: make one with cut import %s --vocab V -o findings.json FILE",
-			sniffKind(data), imp)
+	k := sniffKind(data[:min(len(data), 64<<10)])
+	if imp := k.importer(); imp != "" {
+		c.hintf("the projection is %s, not a Projection@1: make one with cut import %s --vocab V -o findings.json FILE", k, imp)
 	}
 }
