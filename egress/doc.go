@@ -73,14 +73,14 @@
 //
 // Uses are counted per plan digest, over every seal of the plan. With a
 // journal the count is the journal's: under its exclusive flock, Admit
-// reads the whole journal, counts the admit lines naming the plan (and,
-// erring high, every line naming it that does not read as an entry), and
-// appends the admission only below max_uses. Processes that each prepare
-// and seal the same plan therefore admit at most max_uses times in all,
-// and a restarted process cannot start the count again. The cost is one
-// read of the journal per admission, linear in its size (about 1 ms per
-// 10,000 lines); a journal line over 64 KiB, an unreadable journal or a
-// file system without flock admit nothing. Without a journal (a nil
+// counts the admit lines naming the plan (and, erring high, every line
+// naming it that does not read as an entry), and appends the admission only
+// below max_uses. Processes that each prepare and seal the same plan
+// therefore admit at most max_uses times in all, and a restarted process
+// cannot start the count again. A Journal keeps the counts it has read and
+// reads only the lines appended since (a file replaced under its path, or
+// truncated, is counted anew); a journal line over 64 KiB, an unreadable
+// journal or a file system without flock admit nothing. Without a journal (a nil
 // Journal) the count is the Authority's own: the ceiling then holds within
 // one process only.
 //

@@ -53,6 +53,7 @@ type Entry struct {
 type Journal struct {
 	mu   sync.Mutex
 	path string
+	idx  admissionIndex // guarded by mu
 }
 
 // OpenJournal returns a journal writing to path. The file (0600) and its
@@ -157,7 +158,7 @@ func (j *Journal) appendAdmission(admit, refuse Entry, max int) (int, bool, erro
 		// the append: the ceiling would not hold.
 		return 0, false, fmt.Errorf("%w: the file system has no flock", errNotCounted)
 	}
-	n, err := countAdmissions(f, admit.Plan)
+	n, err := j.idx.countAdmissions(f, admit.Plan)
 	if err != nil {
 		return 0, false, fmt.Errorf("%w: %w", errNotCounted, err)
 	}
@@ -179,10 +180,27 @@ func (j *Journal) appendAdmission(admit, refuse Entry, max int) (int, bool, erro
 	return admit.Use, true, nil
 }
 
-// countAdmissions reads f from its start and counts the admissions of plan
-// (see appendAdmission). It reads the whole journal: the cost of an
-// admission grows with the journal, about 1 ms per 10,000 lines.
-func countAdmissions(f *os.File, plan string) (int, error) {
+// admissionIndex counts the admissions of every plan in the complete lines
+// of the journal file before off, so that an admission reads only what was
+// appended since the last one, by this process or any other: a long-lived
+// process (the gateway) admits in a time that does not grow with the
+// journal. It is rebuilt from the start when the file is another (rotated
+// by a rename) or shorter than off (truncated). Lines that do not read as
+// entries are kept whole, since they count for every plan they name. It
+// holds one count per plan admitted, about a tenth of the journal's size.
+type admissionIndex struct {
+	file   os.FileInfo // the file the counts were read from
+	off    int64
+	counts map[string]int // admit lines by plan
+	odd    [][]byte       // lines that are not entries (torn, not JSON)
+	read   int64          // bytes read, for the tests
+}
+
+// countAdmissions counts the admissions of plan in f, whose lock the
+// caller holds: every line naming the plan that is an admit line, or that
+// cannot be read as a line of this journal at all (torn, not JSON), so
+// that a count that errs, errs high. A line over 64 KiB fails the count.
+func (x *admissionIndex) countAdmissions(f *os.File, plan string) (int, error) {
 	if plan == "" {
 		return 0, errors.New("no plan digest")
 	}
@@ -190,23 +208,53 @@ func countAdmissions(f *os.File, plan string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if x.file == nil || !os.SameFile(x.file, fi) || fi.Size() < x.off {
+		*x = admissionIndex{file: fi, counts: map[string]int{}, read: x.read}
+	}
 	needle := []byte(`"` + plan)
-	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, fi.Size()), maxJournalLine)
-	n := 0
+	r := bufio.NewReaderSize(io.NewSectionReader(f, x.off, fi.Size()-x.off), maxJournalLine)
+	tail := 0 // an admission in a last line without its LF, not indexed
 	for {
 		line, err := r.ReadSlice('\n')
+		x.read += int64(len(line))
 		if errors.Is(err, bufio.ErrBufferFull) {
 			return 0, errors.New("a line longer than 64 KiB")
 		}
-		if len(line) > 0 && bytes.Contains(line, needle) && countsAsAdmission(line) {
-			n++
+		switch {
+		case len(line) > 0 && line[len(line)-1] == '\n':
+			x.add(line)
+			x.off += int64(len(line))
+		case len(line) > 0 && bytes.Contains(line, needle) && countsAsAdmission(line):
+			tail++
 		}
 		if err == io.EOF {
-			return n, nil
+			break
 		}
 		if err != nil {
 			return 0, err
 		}
+	}
+	n := x.counts[plan] + tail
+	for _, l := range x.odd {
+		if bytes.Contains(l, needle) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// add indexes one complete line.
+func (x *admissionIndex) add(line []byte) {
+	var e struct {
+		Kind string `json:"kind"`
+		Plan string `json:"plan"`
+	}
+	if json.Unmarshal(line, &e) != nil {
+		x.odd = append(x.odd, bytes.Clone(line))
+		return
+	}
+	if e.Kind == "admit" && e.Plan != "" {
+		x.counts[e.Plan]++
 	}
 }
 
