@@ -14,13 +14,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/privacycut/privacycut/examples"
 	"github.com/privacycut/privacycut/gateway"
 	"github.com/privacycut/privacycut/internal/standin"
+	"github.com/privacycut/privacycut/internal/syncbuf"
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/rehydrate"
 	"github.com/privacycut/privacycut/route"
@@ -57,24 +57,6 @@ func exampleTexts(t testing.TB) []string {
 	return out
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers (the logger).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // env is a running gateway with its routes, a stand-in provider, an
 // embedded vault, and clients for both listeners.
 type env struct {
@@ -82,7 +64,7 @@ type env struct {
 	dir      string
 	g        *gateway.Gateway
 	cfg      *gateway.Config
-	log      *syncBuffer
+	log      *syncbuf.Buffer
 	vault    *embedded.Vault
 	sock     string // the gateway's unix socket
 	tcp      string // host:port of its TCP listener
@@ -129,7 +111,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	e := &env{t: t, dir: dir, log: &syncBuffer{}, served: make(chan error, 1)}
+	e := &env{t: t, dir: dir, log: &syncbuf.Buffer{}, served: make(chan error, 1)}
 	write := func(name string, data []byte, mode os.FileMode) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, data, mode); err != nil {

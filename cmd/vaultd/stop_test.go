@@ -1,39 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/privacycut/privacycut/internal/syncbuf"
 )
 
-// syncBuffer is a log sink safe for the stopper's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // testStopper is a stopper whose exit is recorded, not taken.
-func testStopper(t *testing.T, bound time.Duration) (*stopper, *syncBuffer, chan int) {
+func testStopper(t *testing.T, bound time.Duration) (*stopper, *syncbuf.Buffer, chan int) {
 	t.Helper()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	exits := make(chan int, 4)
 	s := &stopper{log: slog.New(slog.NewJSONHandler(&logs, nil)), bound: bound, sigs: make(chan os.Signal, 4),
 		requested: make(chan struct{}), exit: func(code int) { exits <- code }}
@@ -106,7 +88,7 @@ func TestStopBound(t *testing.T) {
 // TestStopperCatchesSignals: newStopper catches SIGTERM, so that the
 // runtime's default action (death by the signal) never applies.
 func TestStopperCatchesSignals(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := newStopper(slog.New(slog.NewJSONHandler(&logs, nil)), time.Hour)
 	s.exit = func(int) {}
 	defer signal.Stop(s.sigs)

@@ -20,7 +20,7 @@ var policy = map[string][]string{
 	"grammar":           {"receipts", "canon"},
 	"censor":            {"grammar", "receipts", "canon"},
 	"verifier":          {"receipts", "canon", "verifier", "internal/bigbuf"},
-	"verifier/plugin":   {"receipts", "canon", "verifier", "internal/bigbuf"},
+	"verifier/plugin":   {"receipts", "canon", "verifier", "internal/bigbuf", "internal/syncbuf"},
 	"egress":            {"receipts", "canon", "verifier", "internal/durable", "internal/bigbuf"},
 	"wire":              {"receipts", "canon"},
 	"lease":             {"receipts", "canon"},
@@ -28,6 +28,7 @@ var policy = map[string][]string{
 	"vault":             {"vault", "lease", "rehydrate", "receipts", "canon", "internal/durable", "internal/unixsock"},
 	"internal/durable":  {},
 	"internal/unixsock": {},
+	"internal/syncbuf":  {},
 	"internal/gen":      {},
 	"internal/bigbuf":   {},
 	// vaultd's early re-execution under GOTRACEBACK=none links nothing.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"testing"
 
+	"github.com/privacycut/privacycut/internal/syncbuf"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier"
 )
@@ -23,7 +24,7 @@ func BenchmarkVerify(b *testing.B) {
 		b.Fatalf("benchmark cut does not verify: %+v", v.Claims)
 	}
 	b.Run("plugin", func(b *testing.B) {
-		var log syncBuffer
+		var log syncbuf.Buffer
 		c, err := startPlugin(b, &log)
 		if err != nil {
 			b.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privacycut/privacycut/internal/syncbuf"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier"
 	"github.com/privacycut/privacycut/verifier/internal/cuttest"
@@ -238,24 +238,6 @@ func TestFromWireRefusesBadReplies(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startPlugin re-executes the test binary as the plugin process.
 func startPlugin(t testing.TB, log io.Writer, extraEnv ...string) (*Client, error) {
 	t.Helper()
@@ -269,7 +251,7 @@ func startPlugin(t testing.TB, log io.Writer, extraEnv ...string) (*Client, erro
 // TestSubprocess runs the verifier in its own process: a good and a
 // corrupted vector, and a canary scan of everything the plugin logged.
 func TestSubprocess(t *testing.T) {
-	var log syncBuffer
+	var log syncbuf.Buffer
 	c, err := startPlugin(t, &log)
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +292,7 @@ func TestSubprocess(t *testing.T) {
 // TestSubprocessHardenFailure: a failing Harden hook stops the plugin
 // before it serves.
 func TestSubprocessHardenFailure(t *testing.T) {
-	var log syncBuffer
+	var log syncbuf.Buffer
 	c, err := startPlugin(t, &log, hardenFailEnv+"=1")
 	if err == nil {
 		c.Close()

@@ -11,10 +11,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/privacycut/privacycut/internal/syncbuf"
 	"github.com/privacycut/privacycut/verifier"
 )
 
-func startWarm(t *testing.T, log *syncBuffer) *Warm {
+func startWarm(t *testing.T, log *syncbuf.Buffer) *Warm {
 	t.Helper()
 	exe := selfExe(t)
 	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: log})
@@ -33,7 +34,7 @@ func startWarm(t *testing.T, log *syncBuffer) *Warm {
 // an attachment of its own where attachments are supported; concurrent
 // callers are served one at a time (run under -race).
 func TestWarmServesMany(t *testing.T) {
-	var log syncBuffer
+	var log syncbuf.Buffer
 	w := startWarm(t, &log)
 	if got := w.c.checker.(*grpcClient).attached; got != attachSupported {
 		t.Fatalf("attached = %v, want %v", got, attachSupported)
@@ -130,7 +131,7 @@ func TestWarmBreaks(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var log syncBuffer
+			var log syncbuf.Buffer
 			w := startWarm(t, &log)
 			if _, err := w.Verify(context.Background(), req); err != nil {
 				t.Fatalf("first call: %v", err)

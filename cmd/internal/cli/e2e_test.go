@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/internal/standin"
+	"github.com/privacycut/privacycut/internal/syncbuf"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -120,28 +121,8 @@ func checkDemoReport(t *testing.T, s string) {
 type vaultdProc struct {
 	cmd  *exec.Cmd
 	sock string
-	log  lockedBuffer
+	log  syncbuf.Buffer
 }
-
-// lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
-}
-
-func (l *lockedBuffer) String() string { return string(l.Bytes()) }
 
 func startVaultd(t *testing.T, vaultd, dir string) *vaultdProc {
 	t.Helper()

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/privacycut/privacycut/internal/syncbuf"
 )
 
 // TestDemoGateway: `cut demo --gateway` makes the demo's round trip through
@@ -55,7 +57,7 @@ func testGatewayCommand(t *testing.T, cut, config string) {
 	if err := check.Run(); err != nil || strings.TrimSpace(out.String()) != "payments-triage" {
 		t.Fatalf("cut gateway --check: %v: %q\n%s", err, out.String(), errb.String())
 	}
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	cmd := exec.Command(cut, "gateway", "--config", config)
 	cmd.Stderr = &log
 	if err := cmd.Start(); err != nil {
