@@ -34,7 +34,7 @@ func Canonicalize(data []byte) ([]byte, error) {
 	out, err := appendCanonical(make([]byte, 0, len(data)), tree, true, 0)
 	if err != nil {
 		if se, ok := err.(*SyntaxError); ok {
-			se.Line, se.Column = lineCol(data, se.Offset)
+			se.Line, se.Column = LineCol(data, se.Offset)
 		}
 		return nil, err
 	}

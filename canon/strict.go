@@ -85,14 +85,10 @@ const (
 	reasonSurrogate    = "lone surrogate escape"
 )
 
-// lineCol returns the 1-based line and byte column of off in data.
-func lineCol(data []byte, off int) (line, col int) {
-	if off > len(data) {
-		off = len(data)
-	}
-	if off < 0 {
-		off = 0
-	}
+// LineCol returns the 1-based line and byte column of the offset off in
+// data (clamped to data), as every position this module reports is given.
+func LineCol(data []byte, off int) (line, col int) {
+	off = max(0, min(off, len(data)))
 	line = 1 + bytes.Count(data[:off], []byte{'\n'})
 	col = off - bytes.LastIndexByte(data[:off], '\n')
 	return line, col
@@ -101,7 +97,7 @@ func lineCol(data []byte, off int) (line, col int) {
 func newSyntaxError(data []byte, code Class, off, length int, reason string) *SyntaxError {
 	e := &SyntaxError{Class: code, Offset: off, Length: length, Reason: reason}
 	if data != nil {
-		e.Line, e.Column = lineCol(data, off)
+		e.Line, e.Column = LineCol(data, off)
 	}
 	return e
 }

@@ -682,3 +682,14 @@ func BenchmarkUnmarshalSmall(b *testing.B) {
 		}
 	}
 }
+
+func TestLineCol(t *testing.T) {
+	data := []byte("ab\ncd\n\nef")
+	for _, c := range []struct{ off, line, col int }{
+		{-3, 1, 1}, {0, 1, 1}, {2, 1, 3}, {3, 2, 1}, {5, 2, 3}, {6, 3, 1}, {7, 4, 1}, {9, 4, 3}, {99, 4, 3},
+	} {
+		if l, col := LineCol(data, c.off); l != c.line || col != c.col {
+			t.Errorf("LineCol(%d) = %d:%d, want %d:%d", c.off, l, col, c.line, c.col)
+		}
+	}
+}

@@ -72,7 +72,7 @@ func (g *Gateway) chatProjection(body []byte) (req *chatRequest, rt *routeState,
 	bad := func(code receipts.Code, param, reason string, v *canon.Value) *frontRefusal {
 		r := receipts.Refusal{Code: code, Part: -1}
 		if v != nil {
-			r.Line, r.Column = position(body, v.Off)
+			r.Line, r.Column = canon.LineCol(body, v.Off)
 			r.Length = v.End - v.Off
 		}
 		return &frontRefusal{refusal: r, param: param, reason: reason}
@@ -130,7 +130,7 @@ var errNoModel = errors.New("gateway: no route of that name serves the front doo
 func contentText(body []byte, v *canon.Value, at string) (string, *frontRefusal) {
 	bad := func(param string, v *canon.Value) *frontRefusal {
 		r := receipts.Refusal{Code: receipts.MalformedRecord, Part: -1}
-		r.Line, r.Column = position(body, v.Off)
+		r.Line, r.Column = canon.LineCol(body, v.Off)
 		r.Length = v.End - v.Off
 		return &frontRefusal{refusal: r, param: param, reason: "content must be a string or text parts"}
 	}
@@ -149,19 +149,6 @@ func contentText(body []byte, v *canon.Value, at string) (string, *frontRefusal)
 		return b.String(), nil
 	}
 	return "", bad(at+".content", v)
-}
-
-// position is the 1-based line and byte column of off in data.
-func position(data []byte, off int) (line, col int) {
-	line, col = 1, 1
-	for i := 0; i < off && i < len(data); i++ {
-		if data[i] == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
-	return line, col
 }
 
 // serveChat is POST /v1/chat/completions, the OpenAI-compatible front

@@ -112,7 +112,7 @@ func LoadProjection(data []byte, opt LoadOptions) (*Document, []receipts.Refusal
 		r := receipts.Refusal{Code: code, Part: -1, Line: 1, Column: 1, Length: 1}
 		if m := member(tree, key); m != nil {
 			r.Offset, r.Length = m.Off, m.End-m.Off
-			r.Line, r.Column = position(data, m.Off)
+			r.Line, r.Column = canon.LineCol(data, m.Off)
 		}
 		// A document that is not an object lacks every member at 1:1:
 		// one reason, not one per member.
@@ -162,7 +162,7 @@ func documentRefusal(data []byte, err error) receipts.Refusal {
 	if errors.As(err, &se) {
 		r := receipts.Refusal{Code: receipts.Code(se.Class), Part: -1, Line: se.Line, Column: se.Column, Length: se.Length, Offset: se.Offset}
 		if r.Line == 0 {
-			r.Line, r.Column = position(data, se.Offset)
+			r.Line, r.Column = canon.LineCol(data, se.Offset)
 		}
 		return r
 	}
@@ -180,19 +180,6 @@ func member(v *canon.Value, key string) *canon.Value {
 		}
 	}
 	return nil
-}
-
-// position converts a byte offset into a 1-based line and byte column.
-func position(data []byte, off int) (line, col int) {
-	line, col = 1, 1
-	for i := 0; i < off && i < len(data); i++ {
-		if data[i] == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
-	return line, col
 }
 
 func validKind(k string) bool {

@@ -22,7 +22,7 @@ type span struct{ start, end int }
 func splitStream(data []byte, format string) ([]span, *InputError) {
 	var out []span
 	fail := func(off int, reason string) ([]span, *InputError) {
-		line, col := lineCol(data, off)
+		line, col := canon.LineCol(data, off)
 		return nil, &InputError{Code: receipts.MalformedRecord, Format: format, Message: len(out) + 1,
 			Line: line, Column: col, Offset: off, Reason: reason}
 	}

@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -46,7 +45,7 @@ func (d *doc) errAt(off int, code receipts.Code, path, reason string) {
 	if d.err != nil {
 		return
 	}
-	line, col := lineCol(d.data, off)
+	line, col := canon.LineCol(d.data, off)
 	d.err = &InputError{Code: code, Format: d.format, Message: d.msg, Line: line, Column: col,
 		Offset: off, Path: path, Reason: reason}
 }
@@ -54,13 +53,6 @@ func (d *doc) errAt(off int, code receipts.Code, path, reason string) {
 // fail records a malformed value v at path.
 func (d *doc) fail(v *canon.Value, path, reason string) {
 	d.errAt(d.base+v.Off, receipts.MalformedRecord, path, reason)
-}
-
-func lineCol(data []byte, off int) (line, col int) {
-	off = max(0, min(off, len(data)))
-	line = 1 + bytes.Count(data[:off], []byte{'\n'})
-	col = off - bytes.LastIndexByte(data[:off], '\n')
-	return line, col
 }
 
 func member(v *canon.Value, key string) *canon.Value {

@@ -1,7 +1,6 @@
 package rehydrate
 
 import (
-	"bytes"
 	"errors"
 )
 
@@ -29,14 +28,6 @@ var (
 	// rehydration; such a result must not be released.
 	ErrPurgeElapsed = errors.New("rehydrate: purge time already reached")
 )
-
-// lineCol returns the 1-based line and byte column of off in data.
-func lineCol(data []byte, off int) (line, col int) {
-	off = max(0, min(off, len(data)))
-	line = 1 + bytes.Count(data[:off], []byte{'\n'})
-	col = off - bytes.LastIndexByte(data[:off], '\n')
-	return line, col
-}
 
 // literalEnd returns the offset just past the JSON string literal whose
 // opening quote is at q in data (a document the strict parser accepted).

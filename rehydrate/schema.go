@@ -147,7 +147,7 @@ type schemaParser struct {
 }
 
 func (p *schemaParser) fail(code receipts.Code, off, length int, reason string) error {
-	line, col := lineCol(p.data, off)
+	line, col := canon.LineCol(p.data, off)
 	return &receipts.Refusal{Code: code, Part: -1, Kind: "schema", Line: line, Column: col, Length: length, Reason: reason}
 }
 

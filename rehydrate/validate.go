@@ -204,7 +204,7 @@ func (v *validator) pathString() string {
 }
 
 func (v *validator) refuse(code receipts.Code, off, length int, reason string) error {
-	line, col := lineCol(v.data, off)
+	line, col := canon.LineCol(v.data, off)
 	return &receipts.Refusal{Code: code, Part: -1, Kind: "return", Path: v.pathString(), Line: line, Column: col, Length: length, Reason: reason}
 }
 

@@ -196,7 +196,7 @@ func exportTexts(export []byte) ([][]byte, error) {
 	shape := func(v *canon.Value) error {
 		e := planError("export", reasonExportShape)
 		e.Code, e.Offset = receipts.MalformedRecord, v.Off
-		e.Line, e.Column = lineCol(export, v.Off)
+		e.Line, e.Column = canon.LineCol(export, v.Off)
 		return e
 	}
 	if tree.Kind != canon.Object || len(tree.Members) != 2 {

@@ -70,13 +70,13 @@ func ParseSchema(doc []byte) (*Schema, error) {
 	if tree.Kind != canon.Object {
 		e := planError("output_schema", reasonSchemaNotObject)
 		e.Offset = tree.Off
-		e.Line, e.Column = lineCol(doc, tree.Off)
+		e.Line, e.Column = canon.LineCol(doc, tree.Off)
 		return nil, e
 	}
 	if off, bad := reservedProperty(tree); bad {
 		e := planError("output_schema", reasonReservedName)
 		e.Offset = off
-		e.Line, e.Column = lineCol(doc, off)
+		e.Line, e.Column = canon.LineCol(doc, off)
 		return nil, e
 	}
 	canonical, err := tree.Canonical()
@@ -324,11 +324,4 @@ func docError(field string, err error) error {
 		return &Error{Code: receipts.Code(se.Class), Field: field, Part: -1, Offset: se.Offset, Line: se.Line, Column: se.Column, Reason: se.Reason}
 	}
 	return &Error{Code: receipts.MalformedRecord, Field: field, Part: -1, Offset: -1, Reason: "unreadable document"}
-}
-
-// lineCol returns the 1-based line and byte column of off in data.
-func lineCol(data []byte, off int) (int, int) {
-	off = min(max(off, 0), len(data))
-	line := 1 + bytes.Count(data[:off], []byte{'\n'})
-	return line, off - bytes.LastIndexByte(data[:off], '\n')
 }
