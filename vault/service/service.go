@@ -365,12 +365,12 @@ func (v *Vault) Status() (Status, error) {
 		st.ArenaError = v.arenaErr.Error()
 	}
 	st.Storage = v.Storage()
-	leases, _, err := v.store.List()
+	n, err := v.store.Counts()
 	if err != nil {
 		return st, v.fail("status", err)
 	}
-	for _, l := range leases {
-		st.Leases[l.State.String()]++
+	for state, k := range n {
+		st.Leases[state.String()] = k
 	}
 	return st, nil
 }

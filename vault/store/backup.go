@@ -295,6 +295,7 @@ func (s *Store) Restore(b *Snapshot) (RestoreStats, error) {
 		}
 		added := false
 		mu := s.c.lock(id)
+		s.counts.gate.RLock()
 		err = s.retry(op, func(txn *badger.Txn) error {
 			added = false
 			if _, err := txn.Get(lk); err == nil {
@@ -313,9 +314,14 @@ func (s *Store) Restore(b *Snapshot) (RestoreStats, error) {
 			added = true
 			return nil
 		})
-		if err != nil {
+		switch {
+		case err != nil:
 			s.c.evict(id)
+			s.counts.unknown()
+		case added:
+			s.counts.moved(0, false, l.State)
 		}
+		s.counts.gate.RUnlock()
 		mu.Unlock()
 		if err != nil {
 			return st, err

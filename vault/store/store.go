@@ -59,6 +59,8 @@ type Store struct {
 	mu   sync.Mutex // serialises the metadata marks
 	once sync.Once
 	c    *cache // live leases as last committed (cache.go)
+
+	counts counts // leases by state (counts.go)
 }
 
 // Open opens (creating if needed, mode 0700) the Badger directory dir with
@@ -248,6 +250,8 @@ func (s *Store) Create(l lease.Lease, sealedMap []byte) error {
 	}
 	id, _ := IDBytes(l.ID)
 	defer s.c.lock(id).Unlock()
+	s.counts.gate.RLock()
+	defer s.counts.gate.RUnlock()
 	err = s.retryEst(op, entryEstimate(len(lk), len(rec))+entryEstimate(len(mk), len(sealedMap)), func(txn *badger.Txn) error {
 		if _, err := txn.Get(lk); err == nil {
 			return newError(op, ErrExists, nil)
@@ -265,10 +269,12 @@ func (s *Store) Create(l lease.Lease, sealedMap []byte) error {
 	if err != nil {
 		if !errors.Is(err, ErrExists) {
 			s.c.evict(id)
+			s.counts.unknown()
 		}
 		return err
 	}
 	s.c.put(id, l, true, sealedMap)
+	s.counts.moved(0, false, l.State)
 	return nil
 }
 
@@ -368,6 +374,9 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 	// under the lock held here: the transition starts from it without
 	// reading (and decoding) the record again.
 	cached, isCached := s.c.get(bid)
+	var from lease.State
+	s.counts.gate.RLock()
+	defer s.counts.gate.RUnlock()
 	err = s.retry(op, func(txn *badger.Txn) error {
 		wrote = false
 		cur := cached
@@ -394,7 +403,7 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 		if err := txn.Set(lk, rec); err != nil {
 			return err
 		}
-		wrote = true
+		wrote, from = true, cur.State
 		if next.State.Terminal() {
 			return txn.Delete(mk)
 		}
@@ -404,8 +413,10 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 	case err != nil && wrote:
 		// The commit failed: what Badger holds is not known here.
 		s.c.evict(bid)
+		s.counts.unknown()
 	case err == nil && wrote:
 		s.c.put(bid, out, false, nil)
+		s.counts.moved(from, true, out.State)
 	}
 	if err != nil {
 		return out, err
