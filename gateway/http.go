@@ -181,6 +181,29 @@ func writeError(w http.ResponseWriter, status int, e apiError) {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := canon.Marshal(v)
+	writeBody(w, status, body, err)
+}
+
+// encodeResult is canon.Marshal of r, without parsing its answer again: the
+// answer is canonical JSON already (the provider's, canonicalized, or the
+// vault's rehydration, which is canonical), and "answer" sorts first of
+// the members, so it is written in front of the others as it is.
+func encodeResult(r *Result) ([]byte, error) {
+	answer := r.Answer
+	rest := *r
+	rest.Answer = nil
+	body, err := canon.Marshal(&rest)
+	if err != nil || answer == nil {
+		return body, err
+	}
+	out := make([]byte, 0, len(`{"answer":,`)+len(answer)+len(body))
+	out = append(append(append(out, `{"answer":`...), answer...), ',')
+	return append(out, body[1:]...), nil
+}
+
+// writeBody writes an encoded JSON answer, or when err is set a generic
+// internal error instead.
+func writeBody(w http.ResponseWriter, status int, body []byte, err error) {
 	if err != nil {
 		status = http.StatusInternalServerError
 		body = []byte(`{"error":{"code":"internal","message":"the answer could not be encoded","param":null,"type":"server_error"}}`)

@@ -91,7 +91,8 @@ func (g *Gateway) serveNative(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.logRequest("native", rt.name, outcome{status: http.StatusOK, code: "OK"}, d, time.Since(t0))
-	writeJSON(w, http.StatusOK, d.result())
+	out, err := encodeResult(d.result())
+	writeBody(w, http.StatusOK, out, err)
 }
 
 func (g *Gateway) writeNativeError(w http.ResponseWriter, o outcome) {
