@@ -242,6 +242,18 @@ func TestProviderRefusesRequests(t *testing.T) {
 		{"openai unknown member", 0, oa.headers, edit(oa.profile, func(m map[string]any) { m["labels"] = 1 }), 400, "invalid_request_error"},
 		{"openai no model", 0, oa.headers, edit(oa.profile, func(m map[string]any) { delete(m, "model") }), 400, "invalid_request_error"},
 		{"openai no messages", 0, oa.headers, edit(oa.profile, func(m map[string]any) { m["messages"] = []any{} }), 400, "invalid_request_error"},
+		{"openai message without content", 0, oa.headers, edit(oa.profile, func(m map[string]any) {
+			m["messages"] = []any{map[string]any{"role": "user"}}
+		}), 400, "invalid_request_error"},
+		{"openai content not text", 0, oa.headers, edit(oa.profile, func(m map[string]any) {
+			m["messages"] = []any{map[string]any{"role": "user", "content": 7}}
+		}), 400, "invalid_request_error"},
+		{"openai content part not text", 0, oa.headers, edit(oa.profile, func(m map[string]any) {
+			m["messages"] = []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url", "text": "x"}}}}
+		}), 400, "invalid_request_error"},
+		{"openai unknown role", 0, oa.headers, edit(oa.profile, func(m map[string]any) {
+			m["messages"] = []any{map[string]any{"role": "tool", "content": "x"}}
+		}), 400, "invalid_request_error"},
 		{"openai zero tokens", 0, oa.headers, edit(oa.profile, func(m map[string]any) { m["max_completion_tokens"] = 0 }), 400, "invalid_request_error"},
 		{"openai strict over a loose schema", 0, oa.headers, edit(oa.profile, func(m map[string]any) {
 			m["response_format"].(map[string]any)["json_schema"].(map[string]any)["strict"] = true
@@ -322,4 +334,53 @@ func TestExportStandinStillServes(t *testing.T) {
 	if c := post(t, srv.URL+"/v1/other", nil, []byte(export)); c.status != 404 {
 		t.Errorf("unknown mode: %d", c.status)
 	}
+}
+
+// TestProviderReadsContentParts: a user message whose content is an array
+// of text parts is read as the parts joined, as the same text in a string.
+func TestProviderReadsContentParts(t *testing.T) {
+	srv := httptest.NewServer(standin.New(standin.Options{Credential: key}))
+	defer srv.Close()
+	oa := profiles[0]
+	var m map[string]any
+	if err := json.Unmarshal(body(t, oa.profile), &m); err != nil {
+		t.Fatal(err)
+	}
+	asString := post(t, srv.URL+oa.path, oa.headers, mustJSON(t, m))
+	for _, msg := range m["messages"].([]any) {
+		msg := msg.(map[string]any)
+		if text, ok := msg["content"].(string); ok && msg["role"] == "user" {
+			half := len(text) / 2
+			msg["content"] = []any{map[string]any{"type": "text", "text": text[:half]}, map[string]any{"type": "text", "text": text[half:]}}
+		}
+	}
+	asParts := post(t, srv.URL+oa.path, oa.headers, mustJSON(t, m))
+	if asString.status != http.StatusOK || asParts.status != http.StatusOK {
+		t.Fatalf("status %d and %d: %s", asString.status, asParts.status, asParts.body)
+	}
+	content := func(b []byte) string {
+		var r struct {
+			Choices []struct {
+				Message struct {
+					Content string `json:"content"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
+			t.Fatalf("answer %s: %v", b, err)
+		}
+		return r.Choices[0].Message.Content
+	}
+	if a, b := content(asString.body), content(asParts.body); a != b || !strings.Contains(a, "pcv:abcdefghij:module:") {
+		t.Errorf("the parts were read otherwise than the string:\n%s\n%s", a, b)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -51,24 +51,20 @@ func (openAI) check(_ http.Header, body []byte) (string, []string, *apiError) {
 			return "", nil, param(k, "must be an integer of at least 1")
 		}
 	}
-	var msgs []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(m["messages"], &msgs) != nil || len(msgs) == 0 {
+	msgs, ok := decodeMessages(m["messages"])
+	if !ok || len(msgs) == 0 {
 		return "", nil, param("messages", "messages must be a non-empty array")
 	}
 	var texts []string
 	for _, msg := range msgs {
-		if !slices.Contains([]string{"system", "developer", "user", "assistant"}, msg.Role) {
+		if !slices.Contains([]string{"system", "developer", "user", "assistant"}, msg.role) {
 			return "", nil, param("messages", "unsupported message role")
 		}
-		text, ok := contentText(msg.Content)
-		if !ok {
+		if !msg.textOK {
 			return "", nil, param("messages", "message content must be a string or an array of text parts")
 		}
-		if msg.Role == "user" {
-			texts = append(texts, text)
+		if msg.role == "user" {
+			texts = append(texts, msg.text)
 		}
 	}
 	if raw, ok := m["response_format"]; ok {
@@ -101,6 +97,44 @@ func (openAI) check(_ http.Header, body []byte) (string, []string, *apiError) {
 		}
 	}
 	return model, texts, nil
+}
+
+// chatMessage is one message as the stand-in reads it: its role, and its
+// content's text when the content is a string or an array of text parts.
+type chatMessage struct {
+	role, text string
+	textOK     bool
+}
+
+// decodeMessages decodes a messages array. Contents that are all strings,
+// as most requests' are, are decoded in one pass; otherwise the array is
+// read again with each content kept raw for contentText.
+func decodeMessages(raw json.RawMessage) ([]chatMessage, bool) {
+	type plainMessage struct {
+		Role    string  `json:"role"`
+		Content *string `json:"content"`
+	}
+	var plain []plainMessage
+	if json.Unmarshal(raw, &plain) == nil && !slices.ContainsFunc(plain, func(m plainMessage) bool { return m.Content == nil }) {
+		out := make([]chatMessage, len(plain))
+		for i, m := range plain {
+			out[i] = chatMessage{role: m.Role, text: *m.Content, textOK: true}
+		}
+		return out, true
+	}
+	var msgs []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &msgs) != nil {
+		return nil, false
+	}
+	out := make([]chatMessage, len(msgs))
+	for i, m := range msgs {
+		text, ok := contentText(m.Content)
+		out[i] = chatMessage{role: m.Role, text: text, textOK: ok}
+	}
+	return out, true
 }
 
 // contentText reads a message content: a string, or an array of text
