@@ -8,11 +8,10 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// benchRequest builds an honest irreversible cut of a 64 MiB projection,
-// sent as profile (nil: export@1).
-func benchRequest(b *testing.B, wire *receipts.Wire) Request {
+// benchRequest builds an honest irreversible cut of a projection of size
+// bytes, sent as profile (nil: export@1).
+func benchRequest(b *testing.B, size int, wire *receipts.Wire) Request {
 	b.Helper()
-	const size = 64 << 20
 	text := bigText(size / 4)
 	parts := []testPart{{"block", "a", text}, {"history", "b", text}, {"tool", "c", text}, {"artifact", "d", text}}
 	opt := cutOptions{Wire: wire}
@@ -31,7 +30,7 @@ func benchRequest(b *testing.B, wire *receipts.Wire) Request {
 // figures (and sha256s/op, the verification's time in SHA-256s of the
 // source hashed beside each one) is the one to compare across machines.
 func BenchmarkVerify(b *testing.B) {
-	req := benchRequest(b, nil)
+	req := benchRequest(b, 64<<20, nil)
 	b.Run("in-process", func(b *testing.B) { benchVerify(b, req) })
 	b.Run("sha256", func(b *testing.B) {
 		b.SetBytes(int64(len(req.Source)))
@@ -45,7 +44,16 @@ func BenchmarkVerify(b *testing.B) {
 // openai-chat@1: the wire body (the 64 MiB of texts again) is rendered,
 // compared and searched too.
 func BenchmarkVerifyWire(b *testing.B) {
-	req := benchRequest(b, wireOf(receipts.WireOpenAIChat))
+	req := benchRequest(b, 64<<20, wireOf(receipts.WireOpenAIChat))
+	b.Run("in-process", func(b *testing.B) { benchVerify(b, req) })
+}
+
+// BenchmarkVerifyReport is BenchmarkVerifyWire for a projection of 120 KB,
+// the size of a 500-finding report: what a gateway's verifier does for
+// each request, where the costs that do not grow with the text (the plan,
+// the receipts, the wire body's rendering and its own strings) count.
+func BenchmarkVerifyReport(b *testing.B) {
+	req := benchRequest(b, 120<<10, wireOf(receipts.WireOpenAIChat))
 	b.Run("in-process", func(b *testing.B) { benchVerify(b, req) })
 }
 

@@ -3,6 +3,7 @@ package verifier
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -144,12 +145,24 @@ func (c *check) wireResidual(res *outcome, forms [][]byte) {
 	if len(forms) == 0 || !rendered && (len(given) == 0 || w.profile != receipts.WireOpenAIChat && w.profile != receipts.WireAnthropicMessages && bytes.Equal(given, c.req.Export)) {
 		return // no body but the export, searched already
 	}
-	// The complete table pays off only over text much longer than it: the
-	// rendered body's own strings (model, instruction, schema) are short,
-	// so its size is bounded by the bytes to scan.
 	scanned := len(given)
 	if rendered {
-		scanned = len(c.plan.Wire.Model) + len(c.plan.Wire.Instruction) + len(c.req.OutputSchema)
+		// The rendered body's own strings (model, instruction, S′) are a
+		// few hundred bytes against hundreds of values: they are indexed
+		// once (joined by 0xFF, which no UTF-8 string holds, so no match
+		// spans two) and each form is looked up in the index. Only a body
+		// that holds one is searched with the automaton below, which
+		// counts and places the occurrences.
+		text := append([]byte(c.plan.Wire.Model), 0xff)
+		text = append(append(text, c.plan.Wire.Instruction...), 0xff)
+		eachString(w.stripped, func(s []byte) { text = append(append(text, s...), 0xff) })
+		idx := newSubstrings(text)
+		if !slices.ContainsFunc(forms, func(f []byte) bool { return len(f) > 0 && idx.contains(f) }) {
+			return
+		}
+		// The complete table pays off only over text much longer than it:
+		// its size is bounded by the bytes to scan.
+		scanned = len(text)
 	}
 	m := newMatcherLimit(forms, min(denseMax, 16*scanned))
 	defer m.release()
