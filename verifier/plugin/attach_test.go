@@ -74,20 +74,26 @@ func TestAttachmentMustBeSealed(t *testing.T) {
 	unmap()
 }
 
-// procStat reads the state and the parent of process pid; ok is false once
-// it has gone.
-func procStat(pid int) (state byte, ppid int, ok bool) {
+// procFields returns the fields of /proc/<pid>/stat after the command
+// name (state, ppid, …); ok is false once the process has gone.
+func procFields(pid int) ([]string, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, false
+		return nil, false
 	}
 	// pid (comm) state ppid …: comm may hold spaces, so split after its
 	// closing parenthesis.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 2 {
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])), true
+}
+
+// procStat reads the state and the parent of process pid; ok is false once
+// it has gone.
+func procStat(pid int) (state byte, ppid int, ok bool) {
+	f, ok := procFields(pid)
+	if !ok || len(f) < 2 {
 		return 0, 0, false
 	}
-	ppid, err = strconv.Atoi(f[1])
+	ppid, err := strconv.Atoi(f[1])
 	return f[0][0], ppid, err == nil
 }
 

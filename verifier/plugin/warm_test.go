@@ -3,6 +3,11 @@ package plugin
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -157,5 +162,32 @@ func TestWarmBreaks(t *testing.T) {
 func TestWarmStartFailure(t *testing.T) {
 	if _, err := StartWarm(context.Background(), "/nonexistent/verifier-plugin", nil, nil, nil); !errors.Is(err, ErrStart) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestWarmGOGC: a warm plugin runs with GOGC=warmGOGC, unless its
+// environment sets GOGC.
+func TestWarmGOGC(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/<pid>/environ")
+	}
+	environ := func(w *Warm) string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", w.Pid()))
+		if err != nil {
+			t.Skipf("the plugin's environment is not readable here: %v", err)
+		}
+		return "\x00" + string(b)
+	}
+	var log syncbuf.Buffer
+	if env := environ(startWarm(t, &log)); !strings.Contains(env, "\x00GOGC="+strconv.Itoa(warmGOGC)+"\x00") {
+		t.Errorf("a warm plugin's environment holds no GOGC=%d", warmGOGC)
+	}
+	w, err := StartWarm(context.Background(), selfExe(t), []string{Arg}, []string{"GOGC=50"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if env := environ(w); !strings.Contains(env, "\x00GOGC=50\x00") || strings.Contains(env, "GOGC="+strconv.Itoa(warmGOGC)) {
+		t.Errorf("the caller's GOGC was not kept alone: %q", strings.ReplaceAll(env, "\x00", " "))
 	}
 }
