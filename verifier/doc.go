@@ -70,11 +70,11 @@
 // An input that cannot be decoded fails every claim that depends on it; the
 // others are still evaluated and listed.
 //
-// A process keeps the last vocabulary it decoded, keyed by SHA-256 of its
-// exact bytes, and reuses it for the next verification given the same
-// bytes (a long-lived plugin is given its gateway's vocabulary with every
-// request); any other bytes are decoded anew. Decoded vocabularies are
-// read only.
+// A process keeps the last vocabulary it decoded, with a copy of its exact
+// bytes, and reuses it for the next verification given the same bytes,
+// compared in full (a long-lived plugin is given its gateway's vocabulary
+// with every request); any other bytes are decoded anew. Decoded
+// vocabularies are read only.
 //
 // # Reversible tokens
 //
