@@ -56,23 +56,12 @@ func (g *Gateway) disclose(ctx context.Context, rt *routeState, projection []byt
 	d := &disclosure{route: rt}
 	r := rt.approved.Route
 	lifetime := min(time.Duration(r.MaxLifetimeS)*time.Second, g.cfg.requestTimeout())
-	t0 := time.Now()
-	plan, err := g.p.MakeRoutePlanAt(rt.vocab, projection, rt.approved, lifetime, rt.schema, g.plans.pick(rt.name))
-	if err != nil {
-		return d, err
-	}
-	tPlan := time.Since(t0)
-	in := pipeline.Input{Vocabulary: rt.vocab, Plan: plan, Projection: projection, Route: rt.approved,
-		Run: receipts.RandomID("gw-", 10), Attempt: 1}
-	if rt.reversible || r.WireProfile() != receipts.WireExport {
-		// The schema rehydrates a reversible answer, and renders a provider
-		// request in either mode.
-		in.Schema = rt.schema
-	}
-	cut, err := g.p.Prepare(ctx, in)
+	cut, err := g.p.PrepareRoute(ctx, pipeline.RouteInput{Vocabulary: rt.vocab, Route: rt.approved,
+		Projection: projection, Lifetime: lifetime, Expiry: g.plans.pick(rt.name), Schema: rt.schema,
+		Run: receipts.RandomID("gw-", 10), Attempt: 1})
 	if cut != nil {
 		d.cut = cut
-		g.m.observe(rt.name, stagePrepare, tPlan+cut.Timings.Cut)
+		g.m.observe(rt.name, stagePrepare, cut.Timings.Plan+cut.Timings.Cut)
 		g.m.observe(rt.name, stageVerify, cut.Timings.Verify)
 		if cut.Sealed() {
 			g.m.observe(rt.name, stageSeal, cut.Timings.Seal)

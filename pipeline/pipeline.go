@@ -183,12 +183,13 @@ type Stats struct {
 	Values                      int            // distinct owner values
 }
 
-// Timings are the durations of Prepare's steps: reading, checking and
-// cutting the projection (with the vault's grant for a reversible cut, and
-// the wire body's rendering), the independent verification, and the seal
-// (with the lease's binding).
+// Timings are the durations of Prepare's steps: the plan made from a route
+// (PrepareRoute only; with the projection's decoding), reading, checking
+// and cutting the projection (with the vault's grant for a reversible cut,
+// and the wire body's rendering), the independent verification, and the
+// seal (with the lease's binding).
 type Timings struct {
-	Cut, Verify, Seal time.Duration
+	Plan, Cut, Verify, Seal time.Duration
 }
 
 // Sealed reports whether the cut passed verification and was sealed.
@@ -256,6 +257,12 @@ func (c *Cut) LeaseRef() LeaseRef {
 // is returned with a *VerificationError: it is not sealed, and its lease
 // (reversible) is revoked. Any other error is operational.
 func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
+	return p.prepare(ctx, in, nil)
+}
+
+// prepare is Prepare of in.Projection decoded already as doc, when doc is
+// not nil.
+func (p *Pipeline) prepare(ctx context.Context, in Input, doc *grammar.Document) (*Cut, error) {
 	if in.Vocabulary == nil || in.Plan == nil {
 		return nil, errors.New("pipeline: prepare needs a vocabulary and a plan")
 	}
@@ -307,9 +314,11 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 		}
 		in.Projection = data
 	}
-	doc, refs := grammar.LoadProjection(in.Projection, grammar.LoadOptions{Buffer: p.opt.Buffer})
-	if refs != nil {
-		return nil, p.refuse(refs, "", "", nil)
+	if doc == nil {
+		var refs []receipts.Refusal
+		if doc, refs = grammar.LoadProjection(in.Projection, grammar.LoadOptions{Buffer: p.opt.Buffer}); refs != nil {
+			return nil, p.refuse(refs, "", "", nil)
+		}
 	}
 	plan := in.Plan.Fields()
 	if err := censor.CheckExpiry(&plan, p.opt.Now()); err != nil {
@@ -371,7 +380,7 @@ func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
 			OwnerSpans: out.Stats.OwnerSpans(), Values: out.Pairs},
 	}
 	cut.verifierRev = cut.Verification.Verifier
-	cut.Timings = Timings{Cut: t1.Sub(t0), Verify: t2.Sub(t1)}
+	cut.Timings.Cut, cut.Timings.Verify = t1.Sub(t0), t2.Sub(t1)
 	if !cut.Verification.Passed() {
 		return cut, &VerificationError{Verification: cut.Verification}
 	}

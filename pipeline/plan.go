@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -108,6 +109,16 @@ type ExpiryFunc func(manifestDigest string, now, latest time.Time) (time.Time, e
 // projection differ only in their expiry, and the seal authority seals a
 // plan and its export once.
 func (p *Pipeline) MakeRoutePlanAt(v *Vocabulary, projection []byte, a *route.Approved, lifetime time.Duration, schema []byte, expiry ExpiryFunc) (*Plan, error) {
+	doc, refs := grammar.LoadProjection(projection, grammar.LoadOptions{Buffer: p.opt.Buffer})
+	if refs != nil {
+		return nil, p.refuse(refs, "", "", nil)
+	}
+	return p.makeRoutePlan(v, doc, a, lifetime, schema, expiry, true)
+}
+
+// makeRoutePlan is MakeRoutePlanAt of a decoded projection; with check, it
+// refuses a projection the grammar does not accept before making the plan.
+func (p *Pipeline) makeRoutePlan(v *Vocabulary, doc *grammar.Document, a *route.Approved, lifetime time.Duration, schema []byte, expiry ExpiryFunc, check bool) (*Plan, error) {
 	r := a.Route
 	if r.OutputSchemaDigest != "" {
 		if schema == nil {
@@ -122,13 +133,11 @@ func (p *Pipeline) MakeRoutePlanAt(v *Vocabulary, projection []byte, a *route.Ap
 			return nil, fmt.Errorf("%w: the output schema marks no path for purpose %q: nothing in an answer could be rehydrated", ErrPlanOptions, r.Purpose)
 		}
 	}
-	doc, refs := grammar.LoadProjection(projection, grammar.LoadOptions{Buffer: p.opt.Buffer})
-	if refs != nil {
-		return nil, p.refuse(refs, "", "", nil)
-	}
-	parser := grammar.NewParser(v.g, grammar.Options{})
-	if res := grammar.Check(doc, parser, r.MaxParents, nil); !res.OK() {
-		return nil, p.refuse(res.Refusals, "", "", nil)
+	if check {
+		parser := grammar.NewParser(v.g, grammar.Options{})
+		if res := grammar.Check(doc, parser, r.MaxParents, nil); !res.OK() {
+			return nil, p.refuse(res.Refusals, "", "", nil)
+		}
 	}
 	md, err := censor.ManifestDigest(doc, p.opt.EvidenceKey)
 	if err != nil {
@@ -160,6 +169,60 @@ func (p *Pipeline) MakeRoutePlanAt(v *Vocabulary, projection []byte, a *route.Ap
 		return nil, p.routeRefusal(err)
 	}
 	return NewPlan(plan)
+}
+
+// RouteInput is one disclosure through an approved route (PrepareRoute):
+// its plan is made from the route for the projection, as by
+// MakeRoutePlanAt, then prepared, as by Prepare.
+type RouteInput struct {
+	Vocabulary *Vocabulary
+	Route      *route.Approved
+	// Projection is the Projection@1 document, kept as Input.Projection is.
+	Projection []byte
+	// Lifetime is the plan's (0: the route's max_lifetime_s, never more);
+	// Expiry chooses its expiry within it (nil: the latest).
+	Lifetime time.Duration
+	Expiry   ExpiryFunc
+	// Schema is the output schema the route binds, if any.
+	Schema []byte
+	// Run and Attempt are Input's.
+	Run     string
+	Attempt uint32
+}
+
+// PrepareRoute makes the plan of one disclosure from an approved route and
+// prepares it: MakeRoutePlanAt then Prepare, with the projection decoded
+// and parsed once. The plan is made without MakeRoutePlanAt's grammar
+// check: the censor's, which runs before any token is asked for (so before
+// a reversible route's lease is granted), refuses the same projection with
+// the same refusals. The cut's Timings.Plan is the plan's making.
+func (p *Pipeline) PrepareRoute(ctx context.Context, in RouteInput) (*Cut, error) {
+	if in.Vocabulary == nil || in.Route == nil {
+		return nil, errors.New("pipeline: prepare needs a vocabulary and a route")
+	}
+	t := time.Now()
+	doc, refs := grammar.LoadProjection(in.Projection, grammar.LoadOptions{Buffer: p.opt.Buffer})
+	if refs != nil {
+		return nil, p.refuse(refs, "", "", nil)
+	}
+	r := in.Route.Route
+	plan, err := p.makeRoutePlan(in.Vocabulary, doc, in.Route, in.Lifetime, in.Schema, in.Expiry, false)
+	if err != nil {
+		return nil, err
+	}
+	took := time.Since(t)
+	pin := Input{Vocabulary: in.Vocabulary, Plan: plan, Projection: in.Projection, Route: in.Route,
+		Run: in.Run, Attempt: in.Attempt}
+	if r.Mode == receipts.ModeReversible || r.WireProfile() != receipts.WireExport {
+		// The schema rehydrates a reversible answer, and renders a
+		// provider request in either mode.
+		pin.Schema = in.Schema
+	}
+	cut, err := p.prepare(ctx, pin, doc)
+	if cut != nil {
+		cut.Timings.Plan = took
+	}
+	return cut, err
 }
 
 // CheckRoute refuses a plan that departs from its approved route in any

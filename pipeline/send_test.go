@@ -24,6 +24,7 @@ import (
 // provider stand-ins expecting credential.
 type wireEnv struct {
 	p          *pipeline.Pipeline
+	vc         *client.Client // the vault's client
 	vocab      *pipeline.Vocabulary
 	model      *standin.Server
 	url        string
@@ -53,7 +54,7 @@ func newWireEnv(t *testing.T) *wireEnv {
 	if st.Profile.Profile != "accepted" {
 		t.Skipf("the vault profile is not accepted here (%v): reversible cuts need it", st.Profile.Reasons)
 	}
-	e := &wireEnv{model: standin.New(standin.Options{Credential: testCredential}),
+	e := &wireEnv{vc: vc, model: standin.New(standin.Options{Credential: testCredential}),
 		credential: filepath.Join(dir, "credential"), journal: filepath.Join(dir, "journal.jsonl")}
 	if err := os.WriteFile(e.credential, []byte(testCredential+"\n"), 0o600); err != nil {
 		t.Fatal(err)
