@@ -3,7 +3,6 @@ package store
 import (
 	"sync"
 
-	badger "github.com/dgraph-io/badger/v4"
 	"github.com/privacycut/privacycut/lease"
 )
 
@@ -58,26 +57,12 @@ func (s *Store) Counts() (map[lease.State]int, error) {
 	}
 	if c.n == nil {
 		n := map[lease.State]int{}
-		err := s.db.View(func(txn *badger.Txn) error {
-			opt := badger.DefaultIteratorOptions
-			opt.Prefix = []byte{prefixLease}
-			it := txn.NewIterator(opt)
-			defer it.Close()
-			for it.Rewind(); it.Valid(); it.Next() {
-				err := it.Item().Value(func(v []byte) error {
-					if l, err := decodeLease("counts", v, ""); err == nil {
-						n[l.State]++
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
+		if err := s.eachLease("counts", func(l lease.Lease, ok bool) {
+			if ok {
+				n[l.State]++
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, wrapErr("counts", err)
+		}); err != nil {
+			return nil, err
 		}
 		c.n, c.scans = n, c.scans+1
 	}

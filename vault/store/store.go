@@ -454,19 +454,31 @@ func (s *Store) retryEst(op string, est int64, fn func(txn *badger.Txn) error) e
 // List returns every stored lease in key order (random, since ids are). A
 // record that fails to decode is skipped and counted in bad.
 func (s *Store) List() (leases []lease.Lease, bad int, err error) {
-	err = s.db.View(func(txn *badger.Txn) error {
+	err = s.eachLease("list", func(l lease.Lease, ok bool) {
+		if !ok {
+			bad++
+			return
+		}
+		leases = append(leases, l)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return leases, bad, nil
+}
+
+// eachLease calls fn with every stored lease record, decoded (ok), or the
+// zero lease for a record that does not decode, in one read transaction.
+func (s *Store) eachLease(op string, fn func(l lease.Lease, ok bool)) error {
+	err := s.db.View(func(txn *badger.Txn) error {
 		opt := badger.DefaultIteratorOptions
 		opt.Prefix = []byte{prefixLease}
 		it := txn.NewIterator(opt)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			err := it.Item().Value(func(v []byte) error {
-				l, err := decodeLease("list", v, "")
-				if err != nil {
-					bad++
-					return nil
-				}
-				leases = append(leases, l)
+				l, err := decodeLease(op, v, "")
+				fn(l, err == nil)
 				return nil
 			})
 			if err != nil {
@@ -476,9 +488,9 @@ func (s *Store) List() (leases []lease.Lease, bad int, err error) {
 		return nil
 	})
 	if err != nil {
-		return nil, 0, wrapErr("list", err)
+		return wrapErr(op, err)
 	}
-	return leases, bad, nil
+	return nil
 }
 
 // Clock returns the persisted high-water mark of the vault's clock (the
