@@ -68,6 +68,13 @@ type Sender struct {
 	RootCAs *x509.CertPool
 	// DialContext, when set, dials connections (a test's listener).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Transport, when set, is the transport of every delivery, its
+	// connections kept for the next one to the same target: a long-lived
+	// process (the gateway) opens a provider connection, and does its TLS
+	// handshake, once rather than per request. It must come from
+	// NewTransport, which RootCAs and DialContext then do not change. Nil:
+	// a transport of the delivery's own, closed when it ends.
+	Transport *http.Transport
 	// Sleep waits d or until ctx ends (nil: a timer).
 	Sleep func(ctx context.Context, d time.Duration) error
 
@@ -166,8 +173,11 @@ func (s *Sender) Send(ctx context.Context, d Delivery) (Result, error) {
 	}
 	defer cred.Wipe()
 
-	tr := s.transport()
-	defer tr.CloseIdleConnections()
+	tr := s.Transport
+	if tr == nil {
+		tr = NewTransport(s.RootCAs, s.DialContext)
+		defer tr.CloseIdleConnections()
+	}
 	client := &http.Client{
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -394,17 +404,18 @@ func (s *Sender) credential(d Delivery) (*Credential, error) {
 	return ReadCredential(d.CredentialFile)
 }
 
-// transport is a fresh transport for one delivery: no proxy, verified TLS,
-// no transparent compression (which would add Accept-Encoding).
-func (s *Sender) transport() *http.Transport {
-	dial := s.DialContext
+// NewTransport returns the transport deliveries are made with: no proxy,
+// TLS verified against rootCAs (nil: the system's roots), no transparent
+// compression (which would add Accept-Encoding); dial, when not nil,
+// dials its connections.
+func NewTransport(rootCAs *x509.CertPool, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
 	return &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dial,
-		TLSClientConfig:        &tls.Config{RootCAs: s.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:        &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:      true,
 		DisableCompression:     true,
 		TLSHandshakeTimeout:    30 * time.Second,

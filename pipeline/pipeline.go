@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -66,6 +67,12 @@ type Pipeline struct {
 	auth     *egress.Authority
 	verifier Verifier
 	stopping sync.WaitGroup // plugin sessions being closed
+
+	// transport is the deliveries' transport when they verify the target
+	// with the system's roots: a provider's connections are kept from one
+	// Send to the next.
+	transport     *http.Transport
+	transportOnce sync.Once
 }
 
 // New returns a pipeline. Close it when done: it waits for the verifier
@@ -90,7 +97,17 @@ func New(opt Options) (*Pipeline, error) {
 // Close waits for the verifier plugins the pipeline is stopping.
 func (p *Pipeline) Close() error {
 	p.stopping.Wait()
+	p.transportOnce.Do(func() {}) // none is made after Close
+	if p.transport != nil {
+		p.transport.CloseIdleConnections()
+	}
 	return nil
+}
+
+// sharedTransport is the transport Send keeps connections in.
+func (p *Pipeline) sharedTransport() *http.Transport {
+	p.transportOnce.Do(func() { p.transport = egress.NewTransport(nil, nil) })
+	return p.transport
 }
 
 // Authority returns the pipeline's seal authority.

@@ -113,6 +113,12 @@ func (p *Pipeline) Send(ctx context.Context, cut *Cut, opt SendOptions) (*Sent, 
 	profile := cut.Plan.WireProfile()
 	sender := &egress.Sender{Authority: p.auth, RootCAs: opt.RootCAs, Sleep: opt.Sleep, TryTimeout: opt.Timeout,
 		MaxAnswerBytes: MaxAnswerBytes}
+	if opt.RootCAs == nil {
+		// Connections to a provider are kept from one Send to the next
+		// (a gateway's requests): one TCP connection and TLS handshake
+		// for many deliveries.
+		sender.Transport = p.sharedTransport()
+	}
 	res, err := sender.Send(ctx, egress.Delivery{Seal: cut.Seal.EventID, Body: body, Target: cut.Plan.Target,
 		Consumer: cut.Plan.Consumer, Profile: profile, CredentialFile: opt.CredentialFile})
 	s.Decisions, s.Tries, s.Status = res.Decisions, res.Tries, res.Status

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +32,7 @@ type wireEnv struct {
 	url        string
 	credential string // the credential file
 	journal    string
+	conns      atomic.Int64 // connections the stand-in accepted
 }
 
 const testCredential = "sk-test-CANARY-credential-0123456789"
@@ -59,7 +62,13 @@ func newWireEnv(t *testing.T) *wireEnv {
 	if err := os.WriteFile(e.credential, []byte(testCredential+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(e.model)
+	srv := httptest.NewUnstartedServer(e.model)
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			e.conns.Add(1)
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 	key, _ := receipts.NewEvidenceKey(randomKey())
@@ -139,6 +148,24 @@ func TestSendExactRequest(t *testing.T) {
 	j, err := os.ReadFile(e.journal)
 	if err != nil || bytes.Contains(j, []byte(testCredential)) {
 		t.Errorf("the journal holds the credential (%v)", err)
+	}
+}
+
+// TestSendKeepsConnections: a pipeline's deliveries to one provider share
+// a connection, as a gateway's requests do; closing the pipeline closes it.
+func TestSendKeepsConnections(t *testing.T) {
+	e := newWireEnv(t)
+	target := e.url + standin.OpenAIPath
+	for uses := 1; uses <= 3; uses++ { // plans of their own
+		if _, err := e.p.Send(context.Background(), e.cut(t, target, uses), pipeline.SendOptions{CredentialFile: e.credential, Rehydrate: true}); err != nil {
+			t.Fatalf("Send %d: %v", uses, err)
+		}
+	}
+	if n := e.conns.Load(); n != 1 {
+		t.Errorf("three deliveries opened %d connections, want 1", n)
+	}
+	if len(e.model.Requests()) != 3 {
+		t.Fatalf("the stand-in got %d requests, want 3", len(e.model.Requests()))
 	}
 }
 
