@@ -420,6 +420,11 @@ func NewTransport(rootCAs *x509.CertPool, dial func(ctx context.Context, network
 		DisableCompression:     true,
 		TLSHandshakeTimeout:    30 * time.Second,
 		MaxResponseHeaderBytes: 1 << 20,
+		// Kept connections: enough for a gateway's concurrent requests
+		// to one provider (HTTP/1.1 carries one at a time), none for
+		// longer than a minute and a half idle.
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
 	}
 }
 
