@@ -270,34 +270,52 @@ func newID() string {
 // decodeObject decodes a JSON object into its members, keeping each value
 // raw. Duplicate keys and trailing data are refused.
 func decodeObject(b []byte) (map[string]json.RawMessage, bool) {
+	m, _, ok := decodeObjectInto(b, "", nil)
+	return m, ok
+}
+
+// decodeObjectInto is decodeObject, except that the value of the member
+// named key, when there is one, is decoded straight into into and left out
+// of the map (direct reports it): one pass over it instead of a raw copy
+// decoded again. When it does not decode into into, ok is false as for a
+// body that is not an object; the caller decodes the body again with
+// decodeObject to tell.
+func decodeObjectInto(b []byte, key string, into any) (m map[string]json.RawMessage, direct, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('{') {
-		return nil, false
+		return nil, false, false
 	}
-	m := map[string]json.RawMessage{}
+	m = map[string]json.RawMessage{}
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
-			return nil, false
+			return nil, direct, false
 		}
-		key, _ := k.(string)
+		name, _ := k.(string)
+		if _, dup := m[name]; dup || direct && name == key {
+			return nil, direct, false
+		}
+		if into != nil && name == key {
+			direct = true
+			if err := dec.Decode(into); err != nil {
+				return nil, direct, false
+			}
+			continue
+		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, false
+			return nil, direct, false
 		}
-		if _, dup := m[key]; dup {
-			return nil, false
-		}
-		m[key] = v
+		m[name] = v
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, false
+		return nil, direct, false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, false
+		return nil, direct, false
 	}
-	return m, true
+	return m, direct, true
 }
 
 // unknownMember returns the first member of m not in known, sorted, or "".

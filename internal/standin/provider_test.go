@@ -242,6 +242,8 @@ func TestProviderRefusesRequests(t *testing.T) {
 		{"openai unknown member", 0, oa.headers, edit(oa.profile, func(m map[string]any) { m["labels"] = 1 }), 400, "invalid_request_error"},
 		{"openai no model", 0, oa.headers, edit(oa.profile, func(m map[string]any) { delete(m, "model") }), 400, "invalid_request_error"},
 		{"openai no messages", 0, oa.headers, edit(oa.profile, func(m map[string]any) { m["messages"] = []any{} }), 400, "invalid_request_error"},
+		{"openai messages twice", 0, oa.headers, append([]byte(`{"messages":[{"role":"user","content":"x"}],`), body(t, oa.profile)[1:]...), 400, "invalid_request_error"},
+		{"openai messages twice, with content parts", 0, oa.headers, append([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],`), body(t, oa.profile)[1:]...), 400, "invalid_request_error"},
 		{"openai message without content", 0, oa.headers, edit(oa.profile, func(m map[string]any) {
 			m["messages"] = []any{map[string]any{"role": "user"}}
 		}), 400, "invalid_request_error"},

@@ -21,7 +21,20 @@ var openAIParams = []string{
 var schemaNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func (openAI) check(_ http.Header, body []byte) (string, []string, *apiError) {
-	m, ok := decodeObject(body)
+	// Most requests' message contents are all strings: the messages are
+	// then decoded straight from the body, in the one pass; any other
+	// request is read again, each content kept raw for contentText.
+	var plain []plainMessage
+	m, direct, ok := decodeObjectInto(body, "messages", &plain)
+	var msgs []chatMessage
+	if direct && ok && !slices.ContainsFunc(plain, func(m plainMessage) bool { return m.Content == nil }) {
+		msgs = make([]chatMessage, len(plain))
+		for i, pm := range plain {
+			msgs[i] = chatMessage{role: pm.Role, text: *pm.Content, textOK: true}
+		}
+	} else if direct {
+		m, ok = decodeObject(body)
+	}
 	if !ok {
 		return "", nil, badRequest("the request body is not a JSON object")
 	}
@@ -51,7 +64,9 @@ func (openAI) check(_ http.Header, body []byte) (string, []string, *apiError) {
 			return "", nil, param(k, "must be an integer of at least 1")
 		}
 	}
-	msgs, ok := decodeMessages(m["messages"])
+	if msgs == nil {
+		msgs, ok = decodeMessages(m["messages"])
+	}
 	if !ok || len(msgs) == 0 {
 		return "", nil, param("messages", "messages must be a non-empty array")
 	}
@@ -106,22 +121,15 @@ type chatMessage struct {
 	textOK     bool
 }
 
-// decodeMessages decodes a messages array. Contents that are all strings,
-// as most requests' are, are decoded in one pass; otherwise the array is
-// read again with each content kept raw for contentText.
+// plainMessage is a message whose content is a string (nil: it is not).
+type plainMessage struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+}
+
+// decodeMessages decodes a messages array, each content kept raw for
+// contentText.
 func decodeMessages(raw json.RawMessage) ([]chatMessage, bool) {
-	type plainMessage struct {
-		Role    string  `json:"role"`
-		Content *string `json:"content"`
-	}
-	var plain []plainMessage
-	if json.Unmarshal(raw, &plain) == nil && !slices.ContainsFunc(plain, func(m plainMessage) bool { return m.Content == nil }) {
-		out := make([]chatMessage, len(plain))
-		for i, m := range plain {
-			out[i] = chatMessage{role: m.Role, text: *m.Content, textOK: true}
-		}
-		return out, true
-	}
 	var msgs []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
