@@ -108,10 +108,14 @@ func (g *Gateway) disclose(ctx context.Context, rt *routeState, projection []byt
 		return d, g.rehydrate(ctx, d)
 	}
 	// An irreversible answer is returned as the profile read it, once it
-	// reads as strict JSON (its canonical form).
-	c, err := canon.Canonicalize(sent.Answer)
-	if err != nil {
-		return d, &upstreamError{reason: "the answer is not JSON", status: sent.Status}
+	// reads as strict JSON (its canonical form; the profile's reading
+	// writes it, but for export@1).
+	c := sent.AnswerCanonical
+	if c == nil {
+		var err error
+		if c, err = canon.Canonicalize(sent.Answer); err != nil {
+			return d, &upstreamError{reason: "the answer is not JSON", status: sent.Status}
+		}
 	}
 	d.answer = c
 	return d, nil

@@ -48,9 +48,13 @@ type Sent struct {
 	BodyDigest string // its sha256
 	Status     int    // HTTP status of the last response, 0 if none
 	Answer     []byte // the answer document (untrusted remote output), nil if none was usable
-	Rehydrated *Rehydrated
-	Lease      string // the reversible cut's lease, "" otherwise
-	LeaseState string // its state when Send returned, "" if not known
+	// AnswerCanonical is the answer's RFC 8785 form, written from the
+	// parse that checked it; nil for export@1 (whose answer is not
+	// parsed) and for an answer with no canonical form.
+	AnswerCanonical []byte
+	Rehydrated      *Rehydrated
+	Lease           string // the reversible cut's lease, "" otherwise
+	LeaseState      string // its state when Send returned, "" if not known
 	// RehydrateTime is the time the rehydration took, of Send's.
 	RehydrateTime time.Duration
 }
@@ -125,7 +129,7 @@ func (p *Pipeline) Send(ctx context.Context, cut *Cut, opt SendOptions) (*Sent, 
 	if err != nil {
 		return s, p.deliveryError(err, res)
 	}
-	answer, err := wire.ReadAnswer(profile, res.Status, res.Answer)
+	answer, canonical, err := wire.ReadAnswerCanonical(profile, res.Status, res.Answer)
 	if err != nil {
 		var ae *wire.AnswerError
 		if errors.As(err, &ae) {
@@ -134,7 +138,7 @@ func (p *Pipeline) Send(ctx context.Context, cut *Cut, opt SendOptions) (*Sent, 
 		}
 		return s, err
 	}
-	answered, s.Answer = true, answer
+	answered, s.Answer, s.AnswerCanonical = true, answer, canonical
 	if opt.Quarantine != nil {
 		if err := opt.Quarantine(answer); err != nil {
 			return s, err

@@ -34,37 +34,49 @@ var answerOptions = canon.Options{MaxBytes: MaxAnswerBytes, MaxDepth: 64}
 // provider's text is never quoted. The returned slice shares no memory with
 // body, except for export@1, where it is body.
 func ReadAnswer(profile string, status int, body []byte) ([]byte, error) {
+	answer, _, err := ReadAnswerCanonical(profile, status, body)
+	return answer, err
+}
+
+// ReadAnswerCanonical is ReadAnswer that also returns the answer's RFC 8785
+// canonical form, written from the parse that checked it: nil for export@1,
+// whose answer is not parsed, and for an answer that has no canonical form
+// (a number beyond a double's range), which ReadAnswer does not refuse.
+func ReadAnswerCanonical(profile string, status int, body []byte) (answer, canonical []byte, err error) {
 	fail := func(reason string) error { return &AnswerError{Profile: profile, Status: status, Reason: reason} }
 	if !knownProfile(profile) && profile != receipts.WireExport {
-		return nil, planError("wire.profile", reasonUnknownProfile)
+		return nil, nil, planError("wire.profile", reasonUnknownProfile)
 	}
 	if reason := statusReason(profile, status); reason != "" {
-		return nil, fail(reason)
+		return nil, nil, fail(reason)
 	}
 	if len(body) > MaxAnswerBytes {
-		return nil, fail(ReasonTooLarge)
+		return nil, nil, fail(ReasonTooLarge)
 	}
 	if profile == receipts.WireExport {
-		return body, nil
+		return body, nil, nil
 	}
 	tree, err := canon.Parse(body, answerOptions)
 	if err != nil {
-		return nil, fail(ReasonNotJSON)
+		return nil, nil, fail(ReasonNotJSON)
 	}
 	if tree.Kind != canon.Object {
-		return nil, fail(ReasonShape)
+		return nil, nil, fail(ReasonShape)
 	}
 	var reason string
-	var answer []byte
+	var doc *canon.Value
 	if profile == receipts.WireOpenAIChat {
-		answer, reason = openAIAnswer(tree)
+		answer, doc, reason = openAIAnswer(tree)
 	} else {
-		answer, reason = anthropicAnswer(tree, body)
+		answer, doc, reason = anthropicAnswer(tree, body)
 	}
 	if reason != "" {
-		return nil, fail(reason)
+		return nil, nil, fail(reason)
 	}
-	return answer, nil
+	if c, err := doc.Canonical(); err == nil {
+		canonical = c
+	}
+	return answer, canonical, nil
 }
 
 // statusReason classifies an HTTP status: "" for the profile's success
@@ -85,102 +97,107 @@ func statusReason(profile string, status int) string {
 	return ReasonStatus
 }
 
-func openAIAnswer(root *canon.Value) ([]byte, string) {
+// openAIAnswer returns the answer of an openai-chat@1 response, its parse,
+// or the reason it has none.
+func openAIAnswer(root *canon.Value) ([]byte, *canon.Value, string) {
 	choices := member(root, "choices")
 	if choices == nil || choices.Kind != canon.Array {
-		return nil, ReasonShape
+		return nil, nil, ReasonShape
 	}
 	if len(choices.Elems) != 1 {
-		return nil, ReasonChoices
+		return nil, nil, ReasonChoices
 	}
 	c := &choices.Elems[0]
 	if c.Kind != canon.Object {
-		return nil, ReasonShape
+		return nil, nil, ReasonShape
 	}
 	switch fr := member(c, "finish_reason"); {
 	case fr == nil || fr.Kind != canon.String:
-		return nil, ReasonShape
+		return nil, nil, ReasonShape
 	case string(fr.Str) == "stop":
 	case string(fr.Str) == "length":
-		return nil, ReasonTruncated
+		return nil, nil, ReasonTruncated
 	case string(fr.Str) == "content_filter":
-		return nil, ReasonContentFilter
+		return nil, nil, ReasonContentFilter
 	case string(fr.Str) == "tool_calls", string(fr.Str) == "function_call":
-		return nil, ReasonToolCall
+		return nil, nil, ReasonToolCall
 	default:
-		return nil, ReasonStopReason
+		return nil, nil, ReasonStopReason
 	}
 	msg := member(c, "message")
 	if msg == nil || msg.Kind != canon.Object {
-		return nil, ReasonShape
+		return nil, nil, ReasonShape
 	}
 	if r := member(msg, "refusal"); r != nil && r.Kind != canon.Null {
-		return nil, ReasonRefusal
+		return nil, nil, ReasonRefusal
 	}
 	for _, k := range []string{"tool_calls", "function_call"} {
 		if tc := member(msg, k); tc != nil && tc.Kind != canon.Null && !(tc.Kind == canon.Array && len(tc.Elems) == 0) {
-			return nil, ReasonToolCall
+			return nil, nil, ReasonToolCall
 		}
 	}
 	content := member(msg, "content")
 	switch {
 	case content == nil || content.Kind == canon.Null:
-		return nil, ReasonNoContent
+		return nil, nil, ReasonNoContent
 	case content.Kind != canon.String:
-		return nil, ReasonShape
+		return nil, nil, ReasonShape
 	}
-	if _, err := canon.Parse(content.Str, answerOptions); err != nil {
-		return nil, ReasonContentJSON
+	doc, err := canon.Parse(content.Str, answerOptions)
+	if err != nil {
+		return nil, nil, ReasonContentJSON
 	}
-	return bytes.Clone(content.Str), ""
+	return bytes.Clone(content.Str), doc, ""
 }
 
-func anthropicAnswer(root *canon.Value, body []byte) ([]byte, string) {
+// anthropicAnswer returns the answer of an anthropic-messages@1 response,
+// its parse, or the reason it has none.
+func anthropicAnswer(root *canon.Value, body []byte) ([]byte, *canon.Value, string) {
 	if t := member(root, "type"); t == nil || t.Kind != canon.String || string(t.Str) != "message" {
-		return nil, ReasonShape
+		return nil, nil, ReasonShape
 	}
 	switch sr := member(root, "stop_reason"); {
 	case sr == nil || sr.Kind != canon.String:
-		return nil, ReasonShape
+		return nil, nil, ReasonShape
 	case string(sr.Str) == "tool_use":
 	case string(sr.Str) == "max_tokens", string(sr.Str) == "model_context_window_exceeded":
-		return nil, ReasonTruncated
+		return nil, nil, ReasonTruncated
 	case string(sr.Str) == "refusal":
-		return nil, ReasonRefusal
+		return nil, nil, ReasonRefusal
 	case string(sr.Str) == "end_turn", string(sr.Str) == "stop_sequence", string(sr.Str) == "pause_turn":
-		return nil, ReasonNoToolUse
+		return nil, nil, ReasonNoToolUse
 	default:
-		return nil, ReasonStopReason
+		return nil, nil, ReasonStopReason
 	}
 	content := member(root, "content")
 	if content == nil || content.Kind != canon.Array {
-		return nil, ReasonShape
+		return nil, nil, ReasonShape
 	}
 	var input *canon.Value
 	for i := range content.Elems {
 		b := &content.Elems[i]
 		if b.Kind != canon.Object {
-			return nil, ReasonShape
+			return nil, nil, ReasonShape
 		}
 		t := member(b, "type")
 		if t == nil || t.Kind != canon.String {
-			return nil, ReasonShape
+			return nil, nil, ReasonShape
 		}
 		if string(t.Str) != "tool_use" {
 			continue
 		}
 		if input != nil {
-			return nil, ReasonManyToolUse
+			return nil, nil, ReasonManyToolUse
 		}
 		if n := member(b, "name"); n == nil || n.Kind != canon.String || string(n.Str) != SchemaName {
-			return nil, ReasonToolName
+			return nil, nil, ReasonToolName
 		}
 		if input = member(b, "input"); input == nil || input.Kind != canon.Object {
-			return nil, ReasonInputObject
+			return nil, nil, ReasonInputObject
 		}
 	}
 	if input == nil {
-		return nil, ReasonNoToolUse
+		return nil, nil, ReasonNoToolUse
 	}
-	return bytes.Clone(body[input.Off:input.End]), ""
+	return bytes.Clone(body[input.Off:input.End]), input, ""
 }

@@ -200,6 +200,16 @@ func FuzzReadAnswer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, p uint8, status int, body []byte) {
 		profile := profiles[int(p)%len(profiles)]
 		a, err := wire.ReadAnswer(profile, status, body)
+		a2, canonical, err2 := wire.ReadAnswerCanonical(profile, status, body)
+		if !bytes.Equal(a, a2) || (err == nil) != (err2 == nil) {
+			t.Fatalf("ReadAnswerCanonical read another answer (%v, %v)", err, err2)
+		}
+		// The canonical form is the answer's, or nil exactly when the answer
+		// has none (or, for export@1, is not parsed).
+		if want, cerr := canon.Canonicalize(a); err == nil && profile != receipts.WireExport && (cerr == nil) != (canonical != nil) ||
+			cerr == nil && canonical != nil && !bytes.Equal(canonical, want) || profile == receipts.WireExport && canonical != nil {
+			t.Fatalf("canonical form %q, want %q (%v)", canonical, want, cerr)
+		}
 		if err != nil {
 			var ae *wire.AnswerError
 			if !errors.As(err, &ae) || !answerReasons[ae.Reason] || ae.Status != status || ae.Profile != profile {
