@@ -60,6 +60,11 @@ type Input struct {
 	Tokens     TokenSource // nil: Irreversible
 	Limits     grammar.Limits
 
+	// Binding, when it is Bind's of Doc under Key, gives the projection's
+	// manifest digest and source digest (its restricted reference), which
+	// Cut then does not compute again. Any other Binding is not used.
+	Binding *Binding
+
 	// Buffer, when set, returns the buffer of at least n bytes that the
 	// export is written into: Output.Export then shares its memory, and
 	// the caller decides how long it lives (a text that escapes to more
@@ -117,6 +122,22 @@ type ownerRef struct {
 	pair         int32
 }
 
+// digests are a projection's keyed manifest and source digests.
+type digests struct {
+	manifest, source string
+	err              error
+}
+
+// computeDigests sends the keyed digests of doc on ch.
+func computeDigests(doc *grammar.Document, k *receipts.EvidenceKey, ch chan<- digests) {
+	var d digests
+	d.manifest, d.err = ManifestDigest(doc, k)
+	if d.err == nil {
+		d.source, d.err = RestrictedRef(doc, k)
+	}
+	ch <- d
+}
+
 // Cut applies the censor. A *RefusedError means the input was refused by
 // policy; any other error is operational (for example the token source failed).
 func Cut(ctx context.Context, in Input) (*Output, error) {
@@ -142,21 +163,12 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 
 	// The keyed digests of the source (its canonical form, and each text for
 	// the manifest) are computed on another CPU while the grammar runs.
-	type digests struct {
-		manifest, source string
-		err              error
-	}
 	dch := make(chan digests, 1)
-	go func() {
-		var d digests
-		if d.manifest, d.err = ManifestDigest(in.Doc, in.Key); d.err == nil {
-			h := in.Key.NewHMAC()
-			if d.err = in.Doc.WriteCanonical(h); d.err == nil {
-				d.source = receipts.FormatHMAC(h.Sum(nil))
-			}
-		}
-		dch <- d
-	}()
+	if b := in.Binding; b != nil && b.doc == in.Doc && b.key == in.Key {
+		dch <- digests{manifest: b.manifest, source: b.ref}
+	} else {
+		go computeDigests(in.Doc, in.Key, dch)
+	}
 
 	// Parse everything, collecting owner spans and distinct pairs.
 	parser := grammar.NewParser(in.Vocabulary, grammar.Options{Limits: in.Limits, Allowed: allowed})

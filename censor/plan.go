@@ -216,6 +216,37 @@ func ValidTarget(s string) bool {
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil && u.Fragment == ""
 }
 
+// Binding is what a plan binds of a projection: its manifest digest and its
+// restricted reference (the keyed digest of its canonical form, which a
+// cut's source digest is), computed by Bind for one decoded document under
+// one key. Cut given the Binding of its own document and key does not
+// compute them again.
+type Binding struct {
+	doc      *grammar.Document
+	key      *receipts.EvidenceKey
+	manifest string
+	ref      string
+}
+
+// Bind computes the Binding of doc under k.
+func Bind(doc *grammar.Document, k *receipts.EvidenceKey) (*Binding, error) {
+	md, err := ManifestDigest(doc, k)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := RestrictedRef(doc, k)
+	if err != nil {
+		return nil, err
+	}
+	return &Binding{doc: doc, key: k, manifest: md, ref: ref}, nil
+}
+
+// ManifestDigest returns the projection's manifest_digest.
+func (b *Binding) ManifestDigest() string { return b.manifest }
+
+// RestrictedRef returns the projection's restricted_ref.
+func (b *Binding) RestrictedRef() string { return b.ref }
+
 // RestrictedRef is a plan's restricted_ref for doc: the keyed digest of
 // the projection document, H(projection), an opaque reference to the exact
 // local source.

@@ -274,12 +274,13 @@ func (c *Cut) LeaseRef() LeaseRef {
 // is returned with a *VerificationError: it is not sealed, and its lease
 // (reversible) is revoked. Any other error is operational.
 func (p *Pipeline) Prepare(ctx context.Context, in Input) (*Cut, error) {
-	return p.prepare(ctx, in, nil)
+	return p.prepare(ctx, in, nil, nil)
 }
 
 // prepare is Prepare of in.Projection decoded already as doc, when doc is
+// not nil, whose binding (censor.Bind) the plan was made with, when b is
 // not nil.
-func (p *Pipeline) prepare(ctx context.Context, in Input, doc *grammar.Document) (*Cut, error) {
+func (p *Pipeline) prepare(ctx context.Context, in Input, doc *grammar.Document, b *censor.Binding) (*Cut, error) {
 	if in.Vocabulary == nil || in.Plan == nil {
 		return nil, errors.New("pipeline: prepare needs a vocabulary and a plan")
 	}
@@ -352,7 +353,7 @@ func (p *Pipeline) prepare(ctx context.Context, in Input, doc *grammar.Document)
 		defer vault.revokeUnbound(ctx, p)
 	}
 	out, err := censor.Cut(ctx, censor.Input{Doc: doc, Vocabulary: in.Vocabulary.g, Plan: &plan, Key: p.opt.EvidenceKey,
-		Tokens: src, Buffer: p.opt.Buffer})
+		Tokens: src, Buffer: p.opt.Buffer, Binding: b})
 	if err != nil {
 		return nil, p.refusedCut(err)
 	}

@@ -113,40 +113,39 @@ func (p *Pipeline) MakeRoutePlanAt(v *Vocabulary, projection []byte, a *route.Ap
 	if refs != nil {
 		return nil, p.refuse(refs, "", "", nil)
 	}
-	return p.makeRoutePlan(v, doc, a, lifetime, schema, expiry, true)
+	plan, _, err := p.makeRoutePlan(v, doc, a, lifetime, schema, expiry, true)
+	return plan, err
 }
 
 // makeRoutePlan is MakeRoutePlanAt of a decoded projection; with check, it
 // refuses a projection the grammar does not accept before making the plan.
-func (p *Pipeline) makeRoutePlan(v *Vocabulary, doc *grammar.Document, a *route.Approved, lifetime time.Duration, schema []byte, expiry ExpiryFunc, check bool) (*Plan, error) {
+// It returns the projection's binding too, for the censor.
+func (p *Pipeline) makeRoutePlan(v *Vocabulary, doc *grammar.Document, a *route.Approved, lifetime time.Duration, schema []byte, expiry ExpiryFunc, check bool) (*Plan, *censor.Binding, error) {
 	r := a.Route
 	if r.OutputSchemaDigest != "" {
 		if schema == nil {
-			return nil, fmt.Errorf("%w: the route binds an output schema; give it", ErrPlanOptions)
+			return nil, nil, fmt.Errorf("%w: the route binds an output schema; give it", ErrPlanOptions)
 		}
 		s, err := p.CheckSchema(r.OutputSchemaDigest, schema)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if r.Mode == receipts.ModeReversible &&
 			!slices.ContainsFunc(s.Paths(), func(m rehydrate.MarkedPath) bool { return m.Purpose == r.Purpose }) {
-			return nil, fmt.Errorf("%w: the output schema marks no path for purpose %q: nothing in an answer could be rehydrated", ErrPlanOptions, r.Purpose)
+			return nil, nil, fmt.Errorf("%w: the output schema marks no path for purpose %q: nothing in an answer could be rehydrated", ErrPlanOptions, r.Purpose)
 		}
 	}
 	if check {
 		parser := grammar.NewParser(v.g, grammar.Options{})
 		if res := grammar.Check(doc, parser, r.MaxParents, nil); !res.OK() {
-			return nil, p.refuse(res.Refusals, "", "", nil)
+			return nil, nil, p.refuse(res.Refusals, "", "", nil)
 		}
 	}
-	md, err := censor.ManifestDigest(doc, p.opt.EvidenceKey)
+	b, err := censor.Bind(doc, p.opt.EvidenceKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ref, err := censor.RestrictedRef(doc, p.opt.EvidenceKey)
-	if err != nil {
-		return nil, err
-	}
+	md, ref := b.ManifestDigest(), b.RestrictedRef()
 	now := p.opt.Now()
 	if expiry != nil {
 		if lifetime == 0 {
@@ -155,10 +154,10 @@ func (p *Pipeline) makeRoutePlan(v *Vocabulary, doc *grammar.Document, a *route.
 		latest := now.Add(lifetime).Truncate(time.Second)
 		at, err := expiry(md, now, latest)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if at.After(latest) || at.Before(now.Add(time.Second)) || !at.Equal(at.Truncate(time.Second)) {
-			return nil, fmt.Errorf("%w: the expiry chosen is not in whole seconds within the lifetime", ErrPlanOptions)
+			return nil, nil, fmt.Errorf("%w: the expiry chosen is not in whole seconds within the lifetime", ErrPlanOptions)
 		}
 		// Instantiate writes now + lifetime in whole seconds: at itself.
 		lifetime = at.Sub(now)
@@ -166,9 +165,10 @@ func (p *Pipeline) makeRoutePlan(v *Vocabulary, doc *grammar.Document, a *route.
 	plan, err := route.Instantiate(r, a.Digest, route.Instance{ManifestDigest: md, RestrictedRef: ref,
 		VocabularyDigest: v.Digest(), Now: now, Lifetime: lifetime})
 	if err != nil {
-		return nil, p.routeRefusal(err)
+		return nil, nil, p.routeRefusal(err)
 	}
-	return NewPlan(plan)
+	np, err := NewPlan(plan)
+	return np, b, err
 }
 
 // RouteInput is one disclosure through an approved route (PrepareRoute):
@@ -206,7 +206,7 @@ func (p *Pipeline) PrepareRoute(ctx context.Context, in RouteInput) (*Cut, error
 		return nil, p.refuse(refs, "", "", nil)
 	}
 	r := in.Route.Route
-	plan, err := p.makeRoutePlan(in.Vocabulary, doc, in.Route, in.Lifetime, in.Schema, in.Expiry, false)
+	plan, binding, err := p.makeRoutePlan(in.Vocabulary, doc, in.Route, in.Lifetime, in.Schema, in.Expiry, false)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func (p *Pipeline) PrepareRoute(ctx context.Context, in RouteInput) (*Cut, error
 		// provider request in either mode.
 		pin.Schema = in.Schema
 	}
-	cut, err := p.prepare(ctx, pin, doc)
+	cut, err := p.prepare(ctx, pin, doc, binding)
 	if cut != nil {
 		cut.Timings.Plan = took
 	}
