@@ -40,14 +40,11 @@ type PlanOptions struct {
 // NewPlan builds the DisclosurePlan@1 for a projection. The plan binds the
 // projection through keyed digests only.
 func NewPlan(doc *grammar.Document, v *grammar.Vocabulary, k *receipts.EvidenceKey, o PlanOptions) (*receipts.Plan, error) {
-	md, err := ManifestDigest(doc, k)
+	b, err := Bind(doc, k)
 	if err != nil {
 		return nil, err
 	}
-	ref, err := RestrictedRef(doc, k)
-	if err != nil {
-		return nil, err
-	}
+	md, ref := b.manifest, b.ref
 	if o.Mode == "" {
 		o.Mode = receipts.ModeIrreversible
 	}
