@@ -137,25 +137,10 @@ func BenchmarkGateway500(b *testing.B) {
 		[]byte(`"max": 200`), []byte(`"max": 1000`))
 	e := newEnv(b, envOptions{plugins: 2, schema: schema})
 	doc := report500(b)
-	post := func(route string, body []byte) error {
-		resp, err := e.unix.Post("http://gateway/v1/routes/"+route+"/cut", "application/json", bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		got, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s: HTTP %d: %s", route, resp.StatusCode, got)
-		}
-		return nil
-	}
 	// The wire body the gateway sends for the report: what a runtime
 	// holding the key would POST itself.
 	before := len(e.provider.Requests())
-	if err := post("chat-irr", uniqueKeys(doc, -1)); err != nil {
+	if err := e.cut("chat-irr", uniqueKeys(doc, -1)); err != nil {
 		b.Fatal(err)
 	}
 	reqs := e.provider.Requests()
@@ -199,7 +184,7 @@ func BenchmarkGateway500(b *testing.B) {
 				s0 := stageSums(e, rt.route)
 				b.SetBytes(int64(len(doc)))
 				b.ResetTimer()
-				d, wall := latencies(b, b.N, c, func(i int64) error { return post(rt.route, bodies[i]) })
+				d, wall := latencies(b, b.N, c, func(i int64) error { return e.cut(rt.route, bodies[i]) })
 				b.StopTimer()
 				p50, p99 := quantile(d, 0.50), quantile(d, 0.99)
 				b.ReportMetric(p50, "p50-ms")
@@ -224,19 +209,7 @@ func BenchmarkGateway500(b *testing.B) {
 		ei := newEnv(b, envOptions{schema: schema, verifier: pipeline.InProcess()})
 		b.SetBytes(int64(len(doc)))
 		b.ResetTimer()
-		d, wall := latencies(b, b.N, 1, func(int64) error {
-			resp, err := ei.unix.Post("http://gateway/v1/routes/chat-irr/cut", "application/json",
-				bytes.NewReader(uniqueKeys(doc, seq.Add(1))))
-			if err != nil {
-				return err
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("chat-irr, verifier in process: HTTP %d", resp.StatusCode)
-			}
-			return nil
-		})
+		d, wall := latencies(b, b.N, 1, func(int64) error { return ei.cut("chat-irr", uniqueKeys(doc, seq.Add(1))) })
 		b.StopTimer()
 		b.ReportMetric(quantile(d, 0.50), "p50-ms")
 		b.ReportMetric(quantile(d, 0.99), "p99-ms")

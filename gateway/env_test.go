@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -316,13 +317,22 @@ func (e *env) noOwnerValues(what, s string) {
 // post sends a JSON body over the unix socket (or TCP with the token).
 func (e *env) post(path string, body []byte, tcp bool) (int, []byte) {
 	e.t.Helper()
+	status, b, err := e.send(path, body, tcp)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return status, b
+}
+
+// send is post returning its error, for callers on other goroutines.
+func (e *env) send(path string, body []byte, tcp bool) (int, []byte, error) {
 	url, c := "http://gateway"+path, e.unix
 	if tcp {
 		url, c = "http://"+e.tcp+path, e.http
 	}
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		e.t.Fatal(err)
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if tcp {
@@ -330,14 +340,21 @@ func (e *env) post(path string, body []byte, tcp bool) (int, []byte) {
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		e.t.Fatal(err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatal(err)
+	return resp.StatusCode, b, err
+}
+
+// cut sends body to route's native API over the unix socket: any answer
+// but 200 is an error.
+func (e *env) cut(route string, body []byte) error {
+	status, got, err := e.send("/v1/routes/"+route+"/cut", body, false)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("%s: HTTP %d: %.400s", route, status, got)
 	}
-	return resp.StatusCode, b
+	return err
 }
 
 func (e *env) get(path string) (int, []byte) {

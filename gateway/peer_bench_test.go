@@ -3,8 +3,6 @@ package gateway_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -90,15 +88,8 @@ func BenchmarkPeerCorpus(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for j, r := range corpus {
-			body := uniqueKeys(r.projection, int64(i*len(corpus)+j))
-			resp, err := e.unix.Post("http://gateway/v1/routes/chat-irr/cut", "application/json", bytes.NewReader(body))
-			if err != nil {
-				b.Fatal(err)
-			}
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b.Fatalf("report %d (%d findings): HTTP %d: %.400s", j, r.Findings, resp.StatusCode, got)
+			if err := e.cut("chat-irr", uniqueKeys(r.projection, int64(i*len(corpus)+j))); err != nil {
+				b.Fatalf("report %d (%d findings): %v", j, r.Findings, err)
 			}
 		}
 	}
