@@ -94,7 +94,8 @@ func New(opt Options) (*Pipeline, error) {
 	return p, nil
 }
 
-// Close waits for the verifier plugins the pipeline is stopping.
+// Close waits for the verifier plugins the pipeline is stopping and closes
+// the provider connections it kept idle.
 func (p *Pipeline) Close() error {
 	p.stopping.Wait()
 	p.transportOnce.Do(func() {}) // none is made after Close
