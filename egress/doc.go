@@ -88,9 +88,10 @@
 //
 // The journal is a JSON-lines file, one [Entry] per line, created 0600 in a
 // 0700 directory. Each line is appended by one write under an exclusive
-// flock(2); a write or fsync that fails (disk full, RLIMIT_FSIZE) is
-// truncated away, and an entry after a line torn by a crash starts on a new
-// line. A worked example, one seal, one admission and one refusal:
+// flock(2) and synced, except a seal's line, which the seal's first
+// admission, synced after it, makes durable with it (or Journal.Sync); a
+// write or fsync that fails (disk full, RLIMIT_FSIZE) is truncated away,
+// and an entry after a line torn by a crash starts on a new line. A worked example, one seal, one admission and one refusal:
 //
 //	{"event_id":"evt:q7…","time":"2026-01-02T10:00:00Z","kind":"seal","command":"seal","seal":"evt:q7…","digest":"sha256:5f…","wire":"sha256:e7…","plan":"sha256:b4…"}
 //	{"event_id":"evt:3m…","time":"2026-01-02T10:00:01Z","kind":"admit","command":"admit","seal":"evt:q7…","digest":"sha256:5f…","wire":"sha256:e7…","plan":"sha256:b4…","use":1}

@@ -226,13 +226,19 @@ func (a *Authority) prune(now time.Time) {
 // and keeps, in memory only, the export digest, target, consumer, expiry and
 // use ceiling. A refusal is an *Error with code PLAN_MISMATCH, journaled
 // with its own event id. A journal failure is returned as an error and
-// nothing is sealed.
+// nothing is sealed. The seal's journal line is written but not synced: the
+// first admission of the seal, synced after it in the same file, makes it
+// durable, as does Journal.Sync (see Journal).
 func (a *Authority) Seal(req SealRequest) (receipts.PrivacyCut, error) {
 	return a.seal(sealInput{
 		SourceDigest: req.SourceDigest, Export: req.Export, Wire: req.Wire, Plan: req.Plan, Receipts: req.Receipts,
 		Verification: req.Verification.Verification(), Lease: req.Lease,
 	})
 }
+
+// Sync makes the journal lines of the authority's seals durable (see
+// Journal.Sync).
+func (a *Authority) Sync() error { return a.journal.Sync() }
 
 func (a *Authority) seal(req sealInput) (receipts.PrivacyCut, error) {
 	now := a.now()
@@ -264,10 +270,10 @@ func (a *Authority) seal(req sealInput) (receipts.PrivacyCut, error) {
 		return receipts.PrivacyCut{}, a.refuseSeal(ReasonSealed, now)
 	}
 
-	if err := a.journal.Append(Entry{
+	if err := a.journal.append(Entry{
 		EventID: id, Time: now.UTC(), Kind: "seal", Command: "seal",
 		Seal: id, Digest: c.exportDigest, Wire: wireField(c.wireDigest, c.exportDigest), Plan: c.planDigest,
-	}); err != nil {
+	}, false); err != nil {
 		a.mu.Lock()
 		delete(a.sealed, key)
 		a.mu.Unlock()

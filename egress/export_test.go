@@ -12,3 +12,11 @@ type UnverifiedSeal = sealInput
 func (a *Authority) SealUnverified(req UnverifiedSeal) (receipts.PrivacyCut, error) {
 	return a.seal(req)
 }
+
+// Syncs returns how many times the journal has synced its file, and
+// whether a line it wrote is not synced yet.
+func (j *Journal) Syncs() (int, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.syncs, j.pending
+}

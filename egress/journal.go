@@ -50,10 +50,19 @@ type Entry struct {
 // line (a crash, or a truncation that failed too), the next entry starts on a
 // new line, so a torn line never swallows a whole one.
 // A nil *Journal records nothing.
+//
+// Every line is synced before the call that wrote it returns, except a
+// seal's (see Authority.Seal): no byte leaves on a seal alone, and the
+// admission that lets bytes leave is synced after it in the same file. An
+// fsync makes every earlier write of the file durable, so a seal line is
+// durable before any admission of it is. Sync makes a pending seal line
+// durable without one (pipeline.Pipeline.Close calls it).
 type Journal struct {
-	mu   sync.Mutex
-	path string
-	idx  admissionIndex // guarded by mu
+	mu      sync.Mutex
+	path    string
+	idx     admissionIndex // guarded by mu
+	pending bool           // a line was written and not synced; guarded by mu
+	syncs   int            // fsyncs of the file, for the tests; guarded by mu
 }
 
 // OpenJournal returns a journal writing to path. The file (0600) and its
@@ -84,7 +93,11 @@ func DefaultJournalPath(getenv func(string) string) (string, error) {
 }
 
 // Append writes e as one line and syncs it. A zero Time is set to now.
-func (j *Journal) Append(e Entry) error {
+func (j *Journal) Append(e Entry) error { return j.append(e, true) }
+
+// append writes e as one line, and syncs it when sync is set; otherwise
+// the line is pending until the next synced line or Sync.
+func (j *Journal) append(e Entry, sync bool) error {
 	if j == nil {
 		return nil
 	}
@@ -98,27 +111,54 @@ func (j *Journal) Append(e Entry) error {
 	line = append(line, '\n')
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := appendLine(j.path, line); err != nil {
+	if err := j.appendLine(line, sync); err != nil {
 		return fmt.Errorf("egress: journal: %w", err)
 	}
 	return nil
 }
 
-// appendLine appends line to the file at path and syncs it. On failure the
-// file holds what it held before (see Journal).
-func appendLine(path string, line []byte) error {
-	f, err := openJournalFile(path)
+// appendLine appends line to the journal file, synced or pending. On
+// failure the file holds what it held before (see Journal). The caller
+// holds j.mu.
+func (j *Journal) appendLine(line []byte, sync bool) error {
+	f, err := openJournalFile(j.path)
 	if err != nil {
 		return err
 	}
 	locked, err := lockFile(f)
 	if err == nil {
-		err = appendLocked(f, locked, line)
+		err = j.appendLocked(f, locked, line, sync)
 	}
 	if cerr := f.Close(); err == nil { // Close releases the lock
 		err = cerr
 	}
 	return err
+}
+
+// Sync makes the lines written without a sync durable; it does nothing
+// when there are none.
+func (j *Journal) Sync() error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.pending {
+		return nil
+	}
+	f, err := os.OpenFile(j.path, os.O_RDONLY, 0)
+	if err == nil {
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("egress: journal: %w", err)
+	}
+	j.pending = false
+	j.syncs++
+	return nil
 }
 
 // maxJournalLine is the longest journal line read when counting. Entries
@@ -165,7 +205,7 @@ func (j *Journal) appendAdmission(admit, refuse Entry, max int) (int, bool, erro
 	if n >= max {
 		rline, err := json.Marshal(refuse)
 		if err == nil {
-			err = appendLocked(f, locked, append(rline, '\n'))
+			err = j.appendLocked(f, locked, append(rline, '\n'), true)
 		}
 		return 0, false, err
 	}
@@ -174,7 +214,7 @@ func (j *Journal) appendAdmission(admit, refuse Entry, max int) (int, bool, erro
 	if err != nil {
 		return 0, false, fmt.Errorf("%w: %w", errNotCounted, err)
 	}
-	if err := appendLocked(f, locked, append(aline, '\n')); err != nil {
+	if err := j.appendLocked(f, locked, append(aline, '\n'), true); err != nil {
 		return 0, true, err
 	}
 	return admit.Use, true, nil
@@ -299,10 +339,11 @@ func openJournalFile(path string) (*os.File, error) {
 }
 
 // appendLocked writes line at the end of f, whose lock the caller took
-// (locked says whether it holds it), and syncs it. Under the lock no
-// cooperating writer appends, so the size before the write is where line
-// starts, and truncating back to it removes exactly this line's bytes.
-func appendLocked(f *os.File, locked bool, line []byte) error {
+// (locked says whether it holds it), and syncs it when sync is set. Under
+// the lock no cooperating writer appends, so the size before the write is
+// where line starts, and truncating back to it removes exactly this line's
+// bytes. The caller holds j.mu.
+func (j *Journal) appendLocked(f *os.File, locked bool, line []byte, sync bool) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -319,8 +360,15 @@ func appendLocked(f *os.File, locked bool, line []byte) error {
 		}
 	}
 	_, err = f.Write(line)
-	if err == nil {
-		err = f.Sync()
+	switch {
+	case err == nil && !sync:
+		j.pending = true
+	case err == nil:
+		if err = f.Sync(); err == nil {
+			// The fsync covers every earlier write of the file.
+			j.pending = false
+			j.syncs++
+		}
 	}
 	if err != nil && locked {
 		// Best effort: if this fails too, the next append starts a new line.

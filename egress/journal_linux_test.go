@@ -68,3 +68,31 @@ func TestJournalFailedAppendLeavesNoPart(t *testing.T) {
 		t.Errorf("journal after a failed append (-want +got):\n%s", diff)
 	}
 }
+
+// A seal whose journal line is cut short fails, seals nothing and leaves no
+// part of its line, though the line is not synced on success.
+func TestSealLineCutShortLeavesNoPart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j := egress.OpenJournal(path)
+	if err := j.Append(egress.Entry{EventID: "evt:1", Time: t0, Kind: "refusal", Command: "seal", Reason: "body"}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := egress.NewAuthority(egress.Options{Journal: j, Now: (&clock{t0}).now, PolicyRevision: policy})
+	f := newFixture()
+	withFileSizeLimit(t, fi.Size()+40, func() { _, err = a.SealUnverified(f.build(t)) })
+	if err == nil || !strings.Contains(err.Error(), "seal not recorded") {
+		t.Fatalf("seal past RLIMIT_FSIZE: %v, want a seal not recorded", err)
+	}
+	if after, err := os.Stat(path); err != nil || after.Size() != fi.Size() {
+		t.Fatalf("failed seal left the journal at %v bytes (%v), want %d", after.Size(), err, fi.Size())
+	}
+	if _, pending := j.Syncs(); pending {
+		t.Error("a failed seal left a line pending")
+	}
+	// Nothing was sealed: the same cut seals now.
+	mustSeal(t, a, f.build(t))
+}

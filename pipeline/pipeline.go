@@ -94,15 +94,16 @@ func New(opt Options) (*Pipeline, error) {
 	return p, nil
 }
 
-// Close waits for the verifier plugins the pipeline is stopping and closes
-// the provider connections it kept idle.
+// Close waits for the verifier plugins the pipeline is stopping, closes
+// the provider connections it kept idle and makes the journal lines of its
+// seals durable (egress.Authority.Sync).
 func (p *Pipeline) Close() error {
 	p.stopping.Wait()
 	p.transportOnce.Do(func() {}) // none is made after Close
 	if p.transport != nil {
 		p.transport.CloseIdleConnections()
 	}
-	return nil
+	return p.auth.Sync()
 }
 
 // sharedTransport is the transport Send keeps connections in.

@@ -169,6 +169,24 @@ func TestSendKeepsConnections(t *testing.T) {
 	}
 }
 
+// TestCloseSyncsSeals: a prepared cut's seal line is in the journal at
+// once, and Close makes it durable: a journal Close cannot sync (its file
+// gone) is Close's error.
+func TestCloseSyncsSeals(t *testing.T) {
+	e := newWireEnv(t)
+	e.cut(t, e.url+standin.OpenAIPath, 1)
+	j, err := os.ReadFile(e.journal)
+	if err != nil || !bytes.Contains(j, []byte(`"kind":"seal"`)) {
+		t.Fatalf("no seal line after Prepare (%v)", err)
+	}
+	if err := os.Remove(e.journal); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.p.Close(); err == nil {
+		t.Fatal("Close synced a journal that is gone")
+	}
+}
+
 // TestSendWithoutValidatedAnswer: a send that ends without a validated
 // answer revokes its lease, rehydrates nothing and says why:
 // 500 on every use (UPSTREAM_FAILED after max_uses decisions), a refusal,
