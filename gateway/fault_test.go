@@ -346,3 +346,32 @@ func TestShutdownRevokes(t *testing.T) {
 	}
 	e.noOwnerValues("the gateway's log", e.log.String())
 }
+
+// TestStopSyncsJournal: a seal that no admission followed (the credential
+// file became unusable after start, and a send reads it before its first
+// admission) leaves its journal line to the stop, which syncs it; a stop
+// that cannot says so in the log.
+func TestStopSyncsJournal(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	if err := os.Chmod(filepath.Join(e.dir, "credential"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cut("chat-irr", examples.Projection); err == nil {
+		t.Fatal("a cut with a group-readable credential file succeeded")
+	}
+	path := filepath.Join(e.dir, "journal.jsonl")
+	j, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(j, []byte(`"kind":"seal"`)) || bytes.Contains(j, []byte(`"kind":"admit"`)) {
+		t.Fatalf("the journal holds no seal line, or an admission")
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	e.stop()
+	if !strings.Contains(e.log.String(), `"msg":"journal not synced at stop"`) {
+		t.Errorf("the stop did not report the journal it could not sync:\n%s", e.log.String())
+	}
+}

@@ -424,7 +424,11 @@ func (g *Gateway) release() {
 		g.cancel()
 	}
 	if g.p != nil {
-		g.p.Close()
+		if err := g.p.Close(); err != nil {
+			// A seal's journal line that no admission synced: the
+			// journal's path and errno only.
+			g.log.Warn("journal not synced at stop", "error", err.Error())
+		}
 	}
 	if g.pool != nil {
 		g.pool.Close()
