@@ -122,20 +122,10 @@ type ownerRef struct {
 	pair         int32
 }
 
-// digests are a projection's keyed manifest and source digests.
-type digests struct {
-	manifest, source string
-	err              error
-}
-
-// computeDigests sends the keyed digests of doc on ch.
-func computeDigests(doc *grammar.Document, k *receipts.EvidenceKey, ch chan<- digests) {
-	var d digests
-	d.manifest, d.err = ManifestDigest(doc, k)
-	if d.err == nil {
-		d.source, d.err = RestrictedRef(doc, k)
-	}
-	ch <- d
+// bound is Bind's answer, sent from another goroutine.
+type bound struct {
+	b   *Binding
+	err error
 }
 
 // Cut applies the censor. A *RefusedError means the input was refused by
@@ -163,11 +153,14 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 
 	// The keyed digests of the source (its canonical form, and each text for
 	// the manifest) are computed on another CPU while the grammar runs.
-	dch := make(chan digests, 1)
+	dch := make(chan bound, 1)
 	if b := in.Binding; b != nil && b.doc == in.Doc && b.key == in.Key {
-		dch <- digests{manifest: b.manifest, source: b.ref}
+		dch <- bound{b: b}
 	} else {
-		go computeDigests(in.Doc, in.Key, dch)
+		go func() {
+			b, err := Bind(in.Doc, in.Key)
+			dch <- bound{b, err}
+		}()
 	}
 
 	// Parse everything, collecting owner spans and distinct pairs.
@@ -208,7 +201,7 @@ func Cut(ctx context.Context, in Input) (*Output, error) {
 	if dg.err != nil {
 		return nil, dg.err
 	}
-	out.ManifestDigest, out.SourceDigest = dg.manifest, dg.source
+	out.ManifestDigest, out.SourceDigest = dg.b.manifest, dg.b.ref
 	// The plan binds exactly this projection (checked after the grammar, so
 	// that an edited projection is refused for what is wrong in it first).
 	if out.ManifestDigest != plan.ManifestDigest {
