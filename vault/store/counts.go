@@ -21,7 +21,7 @@ type counts struct {
 }
 
 // moved records a committed transition of one lease from one state to
-// another; a lease created has no from (ok false).
+// another; a lease created has no from (hasFrom false).
 func (c *counts) moved(from lease.State, hasFrom bool, to lease.State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
