@@ -59,6 +59,7 @@ type Store struct {
 	mu   sync.Mutex // serialises the metadata marks
 	once sync.Once
 	c    *cache // live leases as last committed (cache.go)
+	g    group  // lease writes committed together (group.go)
 
 	counts counts // leases by state (counts.go)
 }
@@ -252,19 +253,17 @@ func (s *Store) Create(l lease.Lease, sealedMap []byte) error {
 	defer s.c.lock(id).Unlock()
 	s.counts.gate.RLock()
 	defer s.counts.gate.RUnlock()
-	err = s.retryEst(op, entryEstimate(len(lk), len(rec))+entryEstimate(len(mk), len(sealedMap)), func(txn *badger.Txn) error {
+	err = s.commit(op, entryEstimate(len(lk), len(rec))+entryEstimate(len(mk), len(sealedMap)), func(txn *badger.Txn) ([]put, error) {
 		if _, err := txn.Get(lk); err == nil {
-			return newError(op, ErrExists, nil)
+			return nil, newError(op, ErrExists, nil)
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
-			return err
+			return nil, err
 		}
-		if err := txn.Set(lk, rec); err != nil {
-			return err
-		}
+		puts := []put{{key: lk, value: rec}}
 		if sealedMap != nil {
-			return txn.Set(mk, sealedMap)
+			puts = append(puts, put{key: mk, value: sealedMap})
 		}
-		return nil
+		return puts, nil
 	})
 	if err != nil {
 		if !errors.Is(err, ErrExists) {
@@ -377,37 +376,35 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 	var from lease.State
 	s.counts.gate.RLock()
 	defer s.counts.gate.RUnlock()
-	err = s.retry(op, func(txn *badger.Txn) error {
+	err = s.commit(op, writeEstimate, func(txn *badger.Txn) ([]put, error) {
 		wrote = false
 		cur := cached
 		if !isCached {
 			var err error
 			if cur, err = getLease(op, txn, lk, id); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		next, ferr := fn(cur)
 		out, fnErr = next, ferr
 		if next.Seq == cur.Seq {
 			out = cur
-			return nil
+			return nil, nil
 		}
 		if err := lease.Forward(cur, next); err != nil {
 			out, fnErr = cur, nil
-			return newError(op, ErrNotForward, err)
+			return nil, newError(op, ErrNotForward, err)
 		}
 		rec, err := encodeLease(next)
 		if err != nil {
-			return err
-		}
-		if err := txn.Set(lk, rec); err != nil {
-			return err
+			return nil, err
 		}
 		wrote, from = true, cur.State
+		puts := []put{{key: lk, value: rec}}
 		if next.State.Terminal() {
-			return txn.Delete(mk)
+			puts = append(puts, put{key: mk, del: true})
 		}
-		return nil
+		return puts, nil
 	})
 	switch {
 	case err != nil && wrote:
