@@ -44,10 +44,13 @@ func newCache() *cache {
 }
 
 func (c *cache) lock(id [16]byte) *sync.Mutex {
-	m := &c.stripes[(int(id[0])<<8|int(id[1]))%len(c.stripes)]
+	m := &c.stripes[stripe(id)]
 	m.Lock()
 	return m
 }
+
+// stripe is the index of the lock of lease id's writers.
+func stripe(id [16]byte) int { return (int(id[0])<<8 | int(id[1])) % len(cache{}.stripes) }
 
 // clone copies the lease's one pointer field, so that no caller shares it
 // with the cache.

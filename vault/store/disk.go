@@ -154,14 +154,28 @@ func (s *Store) Gone() bool {
 // the memtable, as counted, past half its size while the file system has
 // less than flushRoom free.
 func (s *Store) guard(op string, est int64) error {
+	if err := s.guardDir(op); err != nil {
+		return err
+	}
+	return s.guardRoom(op, est)
+}
+
+// guardDir is guard's check of the directory and its logs, which does not
+// depend on the write: a group commit runs it once for its batch.
+func (s *Store) guardDir(op string) error {
 	if s.disk == nil {
 		return nil
 	}
 	if s.Gone() {
 		return newError(op, ErrGone, nil)
 	}
-	if err := s.disk.reserveLogs(op); err != nil {
-		return err
+	return s.disk.reserveLogs(op)
+}
+
+// guardRoom is guard's check of a write of est bytes against the room left.
+func (s *Store) guardRoom(op string, est int64) error {
+	if s.disk == nil {
+		return nil
 	}
 	return s.disk.roomFor(op, est)
 }

@@ -19,6 +19,9 @@ import (
 // its commit. A writer returns when the transaction that holds its write
 // is durable, exactly as before; only the number of syncs changes.
 //
+// The directory guard (disk.go) runs once a batch, before its
+// transaction, and then the check of each write's room.
+//
 // A writer's function reads through the batch's transaction and returns
 // the writes it wants (it does not write itself): one that fails adds
 // nothing to the batch, so a refusal of one lease's transition never
@@ -49,6 +52,7 @@ type plan func(txn *badger.Txn) ([]put, error)
 
 // groupWrite is one writer's place in the queue.
 type groupWrite struct {
+	op   string
 	plan plan
 	est  int64
 	err  error
@@ -67,10 +71,7 @@ type group struct {
 // commit runs p in a grouped transaction and returns when that transaction
 // has committed (or failed): p's own error, or the commit's.
 func (s *Store) commit(op string, est int64, p plan) error {
-	if err := s.guard(op, est); err != nil {
-		return err
-	}
-	w := &groupWrite{plan: p, est: est, done: make(chan bool, 1)}
+	w := &groupWrite{op: op, plan: p, est: est, done: make(chan bool, 1)}
 	g := &s.g
 	g.mu.Lock()
 	g.queue = append(g.queue, w)
@@ -94,7 +95,24 @@ func (s *Store) commit(op string, est int64, p plan) error {
 	g.queue = g.queue[n:]
 	g.mu.Unlock()
 
-	s.commitBatch(op, batch)
+	// The directory and its logs are checked once for the batch, just
+	// before it is written (when they fail, each writer is given the
+	// refusal of its own operation), then each write's room, in order.
+	if err := s.guardDir(op); err != nil {
+		for _, o := range batch {
+			o.err = refusalAs(o.op, err)
+		}
+	} else {
+		ready := make([]*groupWrite, 0, len(batch))
+		for _, o := range batch {
+			if o.err = s.guardRoom(o.op, o.est); o.err == nil {
+				ready = append(ready, o)
+			}
+		}
+		if len(ready) > 0 {
+			s.commitBatch(op, ready)
+		}
+	}
 	for _, o := range batch[1:] {
 		o.done <- false
 	}
@@ -107,6 +125,17 @@ func (s *Store) commit(op string, est int64, p plan) error {
 	}
 	g.mu.Unlock()
 	return s.counted(op, w)
+}
+
+// refusalAs returns err, a guard's refusal, as the refusal of operation op.
+func refusalAs(op string, err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Op = op
+	return &c
 }
 
 // counted returns w's result, counting its estimate into the memtable once

@@ -3,6 +3,9 @@ package store
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,51 +15,89 @@ import (
 	"github.com/privacycut/privacycut/receipts"
 )
 
-// holdFirstBatch makes the first grouped commit of s wait, after its plans
-// ran, until queued writers are queued behind it; it returns the sizes of
-// the batches committed, read once the writers are done.
-func holdFirstBatch(t *testing.T, s *Store, queued int) func() []int {
+// distinctLeases returns n new leases whose writers take distinct locks
+// (cache.lock), so that none waits for another's commit before it queues.
+func distinctLeases(t *testing.T, n int) []lease.Lease {
+	t.Helper()
+	var out []lease.Lease
+	seen := map[int]bool{}
+	for len(out) < n {
+		l := newLease(t)
+		id, _ := IDBytes(l.ID)
+		if !seen[stripe(id)] {
+			seen[stripe(id)] = true
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// holdGroup starts a write (the Create of blocker) that holds the group's commit, after its plan
+// ran, until queue is called: writers that arrive meanwhile queue behind
+// it. queue waits until n writers are queued, calls before (if not nil),
+// lets the held commit go and returns the sizes of the batches committed
+// so far (read again, once the writers are done, with sizes).
+func holdGroup(t *testing.T, s *Store, blocker lease.Lease) (queue func(n int, before func()) []int, sizes func() []int) {
 	t.Helper()
 	var mu sync.Mutex
-	var sizes []int
+	var got []int
+	entered, release := make(chan struct{}), make(chan struct{})
 	s.g.beforeCommit = func(n int) {
 		mu.Lock()
-		first := len(sizes) == 0
-		sizes = append(sizes, n)
+		first := len(got) == 0
+		got = append(got, n)
 		mu.Unlock()
-		if !first {
-			return
+		if first {
+			close(entered)
+			<-release
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+	}
+	held := make(chan error, 1)
+	go func() { held <- s.Create(blocker, nil) }()
+	<-entered
+	sizes = func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), got...)
+	}
+	queue = func(n int, before func()) []int {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 			s.g.mu.Lock()
 			q := len(s.g.queue)
 			s.g.mu.Unlock()
-			if q >= queued || time.Now().After(deadline) {
-				return
+			if q >= n {
+				break
 			}
-			time.Sleep(time.Millisecond)
+			if time.Now().After(deadline) {
+				close(release)
+				t.Fatalf("%d writers queued, want %d", q, n)
+			}
 		}
+		if before != nil {
+			before()
+		}
+		close(release)
+		if err := <-held; err != nil {
+			t.Errorf("the held write: %v", err)
+		}
+		return sizes()
 	}
-	return func() []int {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]int(nil), sizes...)
-	}
+	return queue, sizes
 }
 
 func TestGroupCommitsQueuedWritesTogether(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
 	const n = 16
-	ls := make([]lease.Lease, n)
+	ls := distinctLeases(t, n+1)
+	blocker, ls := ls[n], ls[:n]
 	for i := range ls {
-		ls[i] = newLease(t)
 		if err := s.Create(ls[i], []byte("map")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sizes := holdFirstBatch(t, s, n-1)
+	queue, sizes := holdGroup(t, s, blocker)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range ls {
@@ -68,15 +109,16 @@ func TestGroupCommitsQueuedWritesTogether(t *testing.T) {
 			})
 		}()
 	}
+	queue(n, nil)
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("Update %d: %v", i, err)
 		}
 	}
-	// The writers that queued behind the first commit shared one.
-	if got := sizes(); len(got) != 2 || got[0] != 1 || got[1] != n-1 {
-		t.Errorf("batch sizes %v, want [1 %d]", got, n-1)
+	// The writers that queued behind the held commit shared one.
+	if got := sizes(); len(got) != 2 || got[1] != n {
+		t.Errorf("batch sizes %v, want [1 %d]", got, n)
 	}
 	s.Close()
 	s = openStore(t, dir)
@@ -90,14 +132,14 @@ func TestGroupCommitsQueuedWritesTogether(t *testing.T) {
 func TestGroupRefusalLeavesTheBatch(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	const n = 8
-	ls := make([]lease.Lease, n)
+	ls := distinctLeases(t, n+1)
+	blocker, ls := ls[n], ls[:n]
 	for i := range ls {
-		ls[i] = newLease(t)
 		if err := s.Create(ls[i], []byte("map")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sizes := holdFirstBatch(t, s, n-1)
+	queue, sizes := holdGroup(t, s, blocker)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range ls {
@@ -117,10 +159,11 @@ func TestGroupRefusalLeavesTheBatch(t *testing.T) {
 			})
 		}()
 	}
+	queue(n, nil)
 	wg.Wait()
-	// At least one of the two failing writers shared the second batch.
-	if got := sizes(); len(got) != 2 || got[1] != n-1 {
-		t.Fatalf("batch sizes %v, want [1 %d]", got, n-1)
+	// The two failing writers shared their batch with the others.
+	if got := sizes(); len(got) != 2 || got[1] != n {
+		t.Fatalf("batch sizes %v, want [1 %d]", got, n)
 	}
 	for i, err := range errs {
 		cur, gerr := s.Get(ls[i].ID)
@@ -205,5 +248,60 @@ func TestGroupSplitsATooBigBatch(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("a split batch's write is missing: %v", err)
+	}
+}
+
+func TestGroupGuardRefusesTheBatch(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "state")
+	s := openStore(t, dir)
+	const n = 6
+	ls := distinctLeases(t, n+1)
+	blocker, ls := ls[n], ls[:n]
+	for i := range ls {
+		if i%2 == 0 {
+			if err := s.Create(ls[i], nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	queue, sizes := holdGroup(t, s, blocker)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				_, errs[i] = s.Update(ls[i].ID, func(c lease.Lease) (lease.Lease, error) {
+					return c.Bind("evt:seal", digest("hmac-sha256:", '2'), digest("sha256:", '3'), t0.Add(time.Second))
+				})
+			} else {
+				errs[i] = s.Create(ls[i], nil)
+			}
+		}()
+	}
+	// The directory goes while the writers wait: the batch they share is
+	// refused by its guard, each writer in its own operation's name.
+	queue(n, func() {
+		if err := os.Rename(dir, dir+".away"); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Wait()
+	if err := os.Rename(dir+".away", dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := sizes(); len(got) != 1 {
+		t.Fatalf("batch sizes %v: the refused batch was committed", got)
+	}
+	for i, err := range errs {
+		op := "update"
+		if i%2 == 1 {
+			op = "create"
+		}
+		if !errors.Is(err, ErrGone) || !strings.HasPrefix(err.Error(), "store: "+op+":") {
+			t.Errorf("writer %d (%s): %v, want ErrGone in its own name", i, op, err)
+		}
 	}
 }
