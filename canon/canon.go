@@ -44,7 +44,9 @@ func Canonicalize(data []byte) ([]byte, error) {
 // Canonical returns the RFC 8785 canonical form of the tree. See
 // AppendCanonical.
 func (v *Value) Canonical() ([]byte, error) {
-	return v.AppendCanonical(nil)
+	// A parsed tree's extent in its document is about the size of its
+	// canonical form: the buffer then grows once at most.
+	return v.AppendCanonical(make([]byte, 0, max(v.End-v.Off, 0)))
 }
 
 // AppendCanonical appends the RFC 8785 canonical form of the tree to dst.

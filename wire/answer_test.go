@@ -2,7 +2,9 @@ package wire_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -238,6 +240,40 @@ func FuzzReadAnswer(f *testing.F) {
 		}
 		if status != 200 {
 			t.Fatalf("answer accepted with status %d", status)
+		}
+	})
+}
+
+// BenchmarkReadAnswer reads an openai-chat@1 answer of 500 findings (about
+// 140 KB, the size of the answer to a 500-finding report) and writes its
+// canonical form, as a gateway does for each irreversible answer; the
+// SHA-256 of the same bytes beside it, in the same run, is the baseline.
+func BenchmarkReadAnswer(b *testing.B) {
+	var doc strings.Builder
+	doc.WriteString(`{"summary":"Ranked by severity.","findings":[`)
+	for i := range 500 {
+		if i > 0 {
+			doc.WriteByte(',')
+		}
+		fmt.Fprintf(&doc, `{"diagnostic":"GO-2024-%04d in golang.org/x/net@v0.17.0: HTTP/2 rapid reset can cause excessive work",`+
+			`"severity":"high","owner_module":"⟦pc:owner.module:%08x⟧","owner_team":"⟦pc:owner.team:%08x⟧",`+
+			`"action":"upgrade golang.org/x/net to v0.17.0 or later"}`, i, i, i)
+	}
+	doc.WriteString(`]}`)
+	body := []byte(openAIResponse("stop", `"content":`+quoted(doc.String())))
+	b.Run("read", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := wire.ReadAnswerCanonical(receipts.WireOpenAIChat, 200, body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sha256", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			sha256.Sum256(body)
 		}
 	})
 }
