@@ -86,39 +86,60 @@ func holdGroup(t *testing.T, s *Store, blocker lease.Lease) (queue func(n int, b
 	return queue, sizes
 }
 
-func TestGroupCommitsQueuedWritesTogether(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir)
-	const n = 16
+// heldGroup is a store whose group commit is held (holdGroup) while n
+// writers, one goroutine each, queue behind it: created(i) says whether
+// lease i exists before they start, and write(i, l) is writer i's call.
+// before, if not nil, runs once they are all queued. It returns the
+// leases, each writer's error and the sizes of the batches committed.
+func heldGroup(t *testing.T, s *Store, n int, created func(i int) bool, write func(i int, l lease.Lease) error, before func()) ([]lease.Lease, []error, []int) {
+	t.Helper()
 	ls := distinctLeases(t, n+1)
 	blocker, ls := ls[n], ls[:n]
-	for i := range ls {
-		if err := s.Create(ls[i], []byte("map")); err != nil {
-			t.Fatal(err)
+	for i, l := range ls {
+		if created(i) {
+			if err := s.Create(l, []byte("map")); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	queue, sizes := holdGroup(t, s, blocker)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
-	for i := range ls {
+	for i, l := range ls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = s.Update(ls[i].ID, func(c lease.Lease) (lease.Lease, error) {
-				return c.Bind("evt:seal", digest("hmac-sha256:", '2'), digest("sha256:", '3'), t0.Add(time.Second))
-			})
+			errs[i] = write(i, l)
 		}()
 	}
-	queue(n, nil)
+	queue(n, before)
 	wg.Wait()
+	return ls, errs, sizes()
+}
+
+func always(int) bool { return true }
+
+// bind is the bind transition of every test here.
+func bind(c lease.Lease) (lease.Lease, error) {
+	return c.Bind("evt:seal", digest("hmac-sha256:", '2'), digest("sha256:", '3'), t0.Add(time.Second))
+}
+
+func TestGroupCommitsQueuedWritesTogether(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	const n = 16
+	ls, errs, sizes := heldGroup(t, s, n, always, func(_ int, l lease.Lease) error {
+		_, err := s.Update(l.ID, bind)
+		return err
+	}, nil)
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("Update %d: %v", i, err)
 		}
 	}
 	// The writers that queued behind the held commit shared one.
-	if got := sizes(); len(got) != 2 || got[1] != n {
-		t.Errorf("batch sizes %v, want [1 %d]", got, n)
+	if len(sizes) != 2 || sizes[1] != n {
+		t.Errorf("batch sizes %v, want [1 %d]", sizes, n)
 	}
 	s.Close()
 	s = openStore(t, dir)
@@ -132,38 +153,23 @@ func TestGroupCommitsQueuedWritesTogether(t *testing.T) {
 func TestGroupRefusalLeavesTheBatch(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	const n = 8
-	ls := distinctLeases(t, n+1)
-	blocker, ls := ls[n], ls[:n]
-	for i := range ls {
-		if err := s.Create(ls[i], []byte("map")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	queue, sizes := holdGroup(t, s, blocker)
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range ls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = s.Update(ls[i].ID, func(c lease.Lease) (lease.Lease, error) {
-				switch i {
-				case 3: // refused: nothing to consume
-					return c.Consume(tuple('a'), t0.Add(time.Second))
-				case 5: // not a forward move
-					next := c
-					next.Seq += 2
-					return next, nil
-				}
-				return c.Bind("evt:seal", digest("hmac-sha256:", '2'), digest("sha256:", '3'), t0.Add(time.Second))
-			})
-		}()
-	}
-	queue(n, nil)
-	wg.Wait()
+	ls, errs, sizes := heldGroup(t, s, n, always, func(i int, l lease.Lease) error {
+		_, err := s.Update(l.ID, func(c lease.Lease) (lease.Lease, error) {
+			switch i {
+			case 3: // refused: nothing to consume
+				return c.Consume(tuple('a'), t0.Add(time.Second))
+			case 5: // not a forward move
+				next := c
+				next.Seq += 2
+				return next, nil
+			}
+			return bind(c)
+		})
+		return err
+	}, nil)
 	// The two failing writers shared their batch with the others.
-	if got := sizes(); len(got) != 2 || got[1] != n {
-		t.Fatalf("batch sizes %v, want [1 %d]", got, n)
+	if len(sizes) != 2 || sizes[1] != n {
+		t.Fatalf("batch sizes %v, want [1 %d]", sizes, n)
 	}
 	for i, err := range errs {
 		cur, gerr := s.Get(ls[i].ID)
@@ -256,48 +262,29 @@ func TestGroupGuardRefusesTheBatch(t *testing.T) {
 	dir := filepath.Join(base, "state")
 	s := openStore(t, dir)
 	const n = 6
-	ls := distinctLeases(t, n+1)
-	blocker, ls := ls[n], ls[:n]
-	for i := range ls {
-		if i%2 == 0 {
-			if err := s.Create(ls[i], nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	queue, sizes := holdGroup(t, s, blocker)
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range ls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i%2 == 0 {
-				_, errs[i] = s.Update(ls[i].ID, func(c lease.Lease) (lease.Lease, error) {
-					return c.Bind("evt:seal", digest("hmac-sha256:", '2'), digest("sha256:", '3'), t0.Add(time.Second))
-				})
-			} else {
-				errs[i] = s.Create(ls[i], nil)
-			}
-		}()
-	}
+	even := func(i int) bool { return i%2 == 0 }
 	// The directory goes while the writers wait: the batch they share is
 	// refused by its guard, each writer in its own operation's name.
-	queue(n, func() {
+	_, errs, sizes := heldGroup(t, s, n, even, func(i int, l lease.Lease) error {
+		if even(i) {
+			_, err := s.Update(l.ID, bind)
+			return err
+		}
+		return s.Create(l, nil)
+	}, func() {
 		if err := os.Rename(dir, dir+".away"); err != nil {
 			t.Error(err)
 		}
 	})
-	wg.Wait()
 	if err := os.Rename(dir+".away", dir); err != nil {
 		t.Fatal(err)
 	}
-	if got := sizes(); len(got) != 1 {
-		t.Fatalf("batch sizes %v: the refused batch was committed", got)
+	if len(sizes) != 1 {
+		t.Fatalf("batch sizes %v: the refused batch was committed", sizes)
 	}
 	for i, err := range errs {
 		op := "update"
-		if i%2 == 1 {
+		if !even(i) {
 			op = "create"
 		}
 		if !errors.Is(err, ErrGone) || !strings.HasPrefix(err.Error(), "store: "+op+":") {
