@@ -296,23 +296,19 @@ func (s *Store) Restore(b *Snapshot) (RestoreStats, error) {
 		added := false
 		mu := s.c.lock(id)
 		s.counts.gate.RLock()
-		err = s.retry(op, func(txn *badger.Txn) error {
+		err = s.commit(op, writeEstimate, func(txn *badger.Txn) ([]put, error) {
 			added = false
 			if _, err := txn.Get(lk); err == nil {
-				return nil
+				return nil, nil
 			} else if !errors.Is(err, badger.ErrKeyNotFound) {
-				return err
+				return nil, err
 			}
-			if err := txn.Set(lk, rec); err != nil {
-				return err
-			}
+			puts := []put{{key: lk, value: rec}}
 			if hasMap {
-				if err := txn.Set(mk, m); err != nil {
-					return err
-				}
+				puts = append(puts, put{key: mk, value: m})
 			}
 			added = true
-			return nil
+			return puts, nil
 		})
 		switch {
 		case err != nil:

@@ -24,7 +24,7 @@ import (
 // the next reader goes back to Badger. Terminal leases are evicted (their
 // reads go to Badger).
 type cache struct {
-	stripes [1024]sync.Mutex // writers of one lease, by its first id bits
+	stripes [lockStripes]sync.Mutex // writers of one lease, by its first id bits
 
 	mu       sync.Mutex
 	recs     map[[16]byte]lease.Lease
@@ -50,7 +50,10 @@ func (c *cache) lock(id [16]byte) *sync.Mutex {
 }
 
 // stripe is the index of the lock of lease id's writers.
-func stripe(id [16]byte) int { return (int(id[0])<<8 | int(id[1])) % len(cache{}.stripes) }
+func stripe(id [16]byte) int { return (int(id[0])<<8 | int(id[1])) % lockStripes }
+
+// lockStripes is the number of writer locks.
+const lockStripes = 1024
 
 // clone copies the lease's one pointer field, so that no caller shares it
 // with the cache.

@@ -135,10 +135,11 @@ func (s *Store) Gone() bool {
 	return err != nil || id != s.disk.id
 }
 
-// guard runs before every write transaction. It refuses the write when the
-// state directory is gone (ErrGone), and it makes sure every memtable
-// write-ahead log (.mem) of the directory has its blocks allocated
-// (fallocate), refusing the write when they cannot be (ErrNoSpace).
+// guardDir runs before every write transaction (once for a group commit's
+// batch, group.go). It refuses the write when the state directory is gone
+// (ErrGone), and it makes sure every memtable write-ahead log (.mem) of the
+// directory has its blocks allocated (fallocate), refusing the write when
+// they cannot be (ErrNoSpace).
 //
 // Badger writes its write-ahead log through a shared mapping of a file it
 // creates sparse (ftruncate to twice the memtable size). A store into a
@@ -147,21 +148,6 @@ func (s *Store) Gone() bool {
 // "fatal error: fault" and a traceback. With the blocks allocated first,
 // the stores into the log need no new blocks, and a full disk becomes this
 // refusal instead.
-//
-// Badger also writes a new table file through a mapping when it flushes a
-// full memtable; that file cannot be reserved (Badger creates and fills it
-// in one call). So guard also refuses (ErrNoSpace) a write that would take
-// the memtable, as counted, past half its size while the file system has
-// less than flushRoom free.
-func (s *Store) guard(op string, est int64) error {
-	if err := s.guardDir(op); err != nil {
-		return err
-	}
-	return s.guardRoom(op, est)
-}
-
-// guardDir is guard's check of the directory and its logs, which does not
-// depend on the write: a group commit runs it once for its batch.
 func (s *Store) guardDir(op string) error {
 	if s.disk == nil {
 		return nil
@@ -172,7 +158,12 @@ func (s *Store) guardDir(op string) error {
 	return s.disk.reserveLogs(op)
 }
 
-// guardRoom is guard's check of a write of est bytes against the room left.
+// guardRoom runs after guardDir, for each write. Badger also writes a new
+// table file through a mapping when it flushes a full memtable; that file
+// cannot be reserved (Badger creates and fills it in one call). So
+// guardRoom refuses (ErrNoSpace) a write of est bytes that would take the
+// memtable, as counted, past half its size while the file system has less
+// than flushRoom free.
 func (s *Store) guardRoom(op string, est int64) error {
 	if s.disk == nil {
 		return nil

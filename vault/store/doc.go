@@ -48,8 +48,8 @@
 // read, apply a pure lease function, check lease.Forward, write; a
 // terminal move deletes the sealed map in the same transaction. A lost race
 // (badger.ErrConflict) is retried on the fresh record, at most 64 times.
-// Concurrent Creates and Updates are group commits (group.go): the writes of
-// every writer queued behind a commit go into the next one, a single Badger
+// Every write of the store is a group commit (group.go): the writes of every
+// writer queued behind a commit go into the next one, a single Badger
 // transaction and log sync, and each writer returns once the commit holding
 // its write is durable. A transition refused by its function adds nothing
 // to the batch and undoes nothing of the others'.

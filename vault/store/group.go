@@ -11,26 +11,27 @@ import (
 //
 // With SyncWrites, Badger syncs its write-ahead log once for every
 // transaction it commits, even when it writes several at once: concurrent
-// transitions of different leases each wait for a sync of their own. The
-// store's lease writes (Create, Update) therefore go through a group: the
-// first writer to arrive commits its own transaction together with those of
-// every writer queued behind it, in one Badger transaction and so one
-// sync, and hands the next batch to the first writer that queued during
-// its commit. A writer returns when the transaction that holds its write
-// is durable, exactly as before; only the number of syncs changes.
+// transitions of different leases would each wait for a sync of their own.
+// Every write of the store (lease creates and transitions, restores, clock
+// and epoch marks) therefore goes through a group: the first writer to
+// arrive commits its write together with those of every writer queued
+// behind it, in one Badger transaction and so one sync, and hands the next
+// batch to the first writer that queued during its commit. A writer
+// returns when the transaction that holds its write is durable.
 //
-// The directory guard (disk.go) runs once a batch, before its
-// transaction, and then the check of each write's room.
+// The directory guard (guardDir, disk.go) runs once a batch, before its
+// transaction, and then each write's room check (guardRoom).
 //
-// A writer's function reads through the batch's transaction and returns
-// the writes it wants (it does not write itself): one that fails adds
-// nothing to the batch, so a refusal of one lease's transition never
-// undoes another's. The callers hold their lease's lock, so the writes of
-// one batch touch distinct leases and cannot depend on each other. A batch
-// that loses a race with a transaction outside the group (a clock or epoch
-// mark, a restore) is run again from the start, every function on fresh
-// reads, at most maxRetries times; one whose writes do not fit one Badger
-// transaction is split into one transaction per writer.
+// A writer's plan reads through the batch's transaction and returns the
+// writes it wants (it does not write itself): one that fails adds nothing
+// to the batch, so a refusal of one lease's transition never undoes
+// another's. Lease writers hold their lease's lock and the marks the
+// store's, so the writes of one batch touch distinct keys and cannot depend
+// on each other. Batches commit one at a time, so none conflicts with
+// another; a batch that still loses a race (Badger's conflict detection
+// stays on) is run again from the start, every plan on fresh reads, at most
+// maxRetries times. One whose writes do not fit one Badger transaction is
+// split into one transaction per writer.
 
 // groupMax bounds the writers of one batch and groupBytes their estimated
 // memtable bytes (well inside Badger's transaction limit of 15 % of a
@@ -78,7 +79,7 @@ func (s *Store) commit(op string, est int64, p plan) error {
 	if g.leading {
 		g.mu.Unlock()
 		if lead := <-w.done; !lead {
-			return s.counted(op, w)
+			return s.counted(w)
 		}
 	} else {
 		g.leading = true
@@ -110,7 +111,7 @@ func (s *Store) commit(op string, est int64, p plan) error {
 			}
 		}
 		if len(ready) > 0 {
-			s.commitBatch(op, ready)
+			s.commitBatch(ready)
 		}
 	}
 	for _, o := range batch[1:] {
@@ -124,7 +125,7 @@ func (s *Store) commit(op string, est int64, p plan) error {
 		g.queue = nil
 	}
 	g.mu.Unlock()
-	return s.counted(op, w)
+	return s.counted(w)
 }
 
 // refusalAs returns err, a guard's refusal, as the refusal of operation op.
@@ -140,9 +141,9 @@ func refusalAs(op string, err error) error {
 
 // counted returns w's result, counting its estimate into the memtable once
 // it is committed.
-func (s *Store) counted(op string, w *groupWrite) error {
+func (s *Store) counted(w *groupWrite) error {
 	if w.err != nil {
-		return wrapErr(op, w.err)
+		return wrapErr(w.op, w.err)
 	}
 	s.disk.count(w.est)
 	return nil
@@ -150,12 +151,12 @@ func (s *Store) counted(op string, w *groupWrite) error {
 
 // commitBatch commits the plans of batch in one transaction, setting each
 // writer's err.
-func (s *Store) commitBatch(op string, batch []*groupWrite) {
+func (s *Store) commitBatch(batch []*groupWrite) {
 	for range maxRetries {
 		err := s.tryBatch(batch)
 		if errors.Is(err, badger.ErrTxnTooBig) && len(batch) > 1 {
 			for _, w := range batch {
-				s.commitBatch(op, []*groupWrite{w})
+				s.commitBatch([]*groupWrite{w})
 			}
 			return
 		}
@@ -170,7 +171,7 @@ func (s *Store) commitBatch(op string, batch []*groupWrite) {
 		return
 	}
 	for _, w := range batch {
-		w.err = newError(op, ErrContention, nil)
+		w.err = newError(w.op, ErrContention, nil)
 	}
 }
 

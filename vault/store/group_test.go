@@ -225,7 +225,7 @@ func TestGroupSplitsATooBigBatch(t *testing.T) {
 	value := bytes.Repeat([]byte{'v'}, valueThreshold-1024)
 	var batch []*groupWrite
 	for w := range 3 {
-		batch = append(batch, &groupWrite{plan: func(*badger.Txn) ([]put, error) {
+		batch = append(batch, &groupWrite{op: "test", plan: func(*badger.Txn) ([]put, error) {
 			var puts []put
 			for k := range 8 {
 				puts = append(puts, put{key: []byte{prefixMeta, 'x', byte(w), byte(k)}, value: value})
@@ -233,7 +233,7 @@ func TestGroupSplitsATooBigBatch(t *testing.T) {
 			return puts, nil
 		}})
 	}
-	s.commitBatch("test", batch)
+	s.commitBatch(batch)
 	for i, w := range batch {
 		if w.err != nil {
 			t.Errorf("writer %d: %v", i, w.err)

@@ -38,7 +38,7 @@ const (
 	MaxRecord = 64 << 10
 	// MaxMap bounds a sealed map in bytes.
 	MaxMap = 8 << 20
-	// maxRetries bounds the retries of a transaction that lost a
+	// maxRetries bounds the reruns of a group commit that lost a
 	// compare-and-set race (badger.ErrConflict).
 	maxRetries = 64
 )
@@ -421,33 +421,6 @@ func (s *Store) Update(id string, fn func(lease.Lease) (lease.Lease, error)) (le
 	return out, fnErr
 }
 
-// retry runs fn in a read-write transaction and commits, retrying when the
-// commit lost a race. The disk guard counts it as writeEstimate bytes of
-// memtable.
-func (s *Store) retry(op string, fn func(txn *badger.Txn) error) error {
-	return s.retryEst(op, writeEstimate, fn)
-}
-
-// retryEst is retry for a transaction estimated to take est bytes of the
-// memtable (disk.go).
-func (s *Store) retryEst(op string, est int64, fn func(txn *badger.Txn) error) error {
-	if err := s.guard(op, est); err != nil {
-		return err
-	}
-	for range maxRetries {
-		err := s.db.Update(fn)
-		if errors.Is(err, badger.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return wrapErr(op, err)
-		}
-		s.disk.count(est)
-		return nil
-	}
-	return newError(op, ErrContention, nil)
-}
-
 // List returns every stored lease in key order (random, since ids are). A
 // record that fails to decode is skipped and counted in bad.
 func (s *Store) List() (leases []lease.Lease, bad int, err error) {
@@ -543,7 +516,7 @@ func (s *Store) getMeta(k []byte) (uint64, error) {
 func (s *Store) raiseMeta(op string, k []byte, v uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.retryEst(op, metaEstimate, func(txn *badger.Txn) error {
+	return s.commit(op, metaEstimate, func(txn *badger.Txn) ([]put, error) {
 		it, err := txn.Get(k)
 		switch {
 		case err == nil:
@@ -554,14 +527,14 @@ func (s *Store) raiseMeta(op string, k []byte, v uint64) error {
 				}
 				return nil
 			}); err != nil {
-				return err
+				return nil, err
 			}
 			if cur >= v {
-				return nil
+				return nil, nil
 			}
 		case !errors.Is(err, badger.ErrKeyNotFound):
-			return err
+			return nil, err
 		}
-		return txn.Set(k, binary.BigEndian.AppendUint64(nil, v))
+		return []put{{key: k, value: binary.BigEndian.AppendUint64(nil, v)}}, nil
 	})
 }
