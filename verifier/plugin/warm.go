@@ -55,7 +55,7 @@ var ErrBroken = errors.New("verifier: warm plugin is broken or stopped")
 // plugin has started and hardened itself. ctx bounds the start only.
 //
 // Unless env sets GOGC, the plugin runs with GOGC=warmGOGC: its live heap is
-// small (the inputs are mapped, its tables are outside the heap), so at the
+// small (the inputs are mapped, a request's tables die with it), so at the
 // default 100 it collects at every request or two.
 func StartWarm(ctx context.Context, exe string, args []string, env []string, logger hclog.Logger) (*Warm, error) {
 	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") }) {
