@@ -7,25 +7,41 @@ import (
 	"github.com/privacycut/privacycut/internal/bigbuf"
 )
 
-// TestNewBufferMapsOnlyLargeBuffers checks where newBuffer's memory comes
-// from: below mapFrom the Go heap (a warm plugin reuses its pages), from
-// mapFrom on a mapping of its own, freed by the function returned.
-func TestNewBufferMapsOnlyLargeBuffers(t *testing.T) {
-	before := bigbuf.Live()
-	small, freeSmall := newBuffer(mapFrom - 1)
-	if len(small) != mapFrom-1 || bigbuf.Live() != before {
-		t.Fatalf("a buffer below mapFrom: len %d, %d mapped (want %d)", len(small), bigbuf.Live(), before)
+// TestNewBufferMapsUntilWarm checks where newBuffer's memory comes from:
+// in a process that has not verified yet, a buffer of bigbuf.Threshold
+// bytes is mapped; once a verification has ended, buffers below mapFrom
+// come from the Go heap and larger ones are still mapped.
+func TestNewBufferMapsUntilWarm(t *testing.T) {
+	was := warm.Load()
+	defer warm.Store(was)
+	mapping := runtime.GOOS == "linux" // elsewhere bigbuf always takes the heap
+	check := func(n int, wantMapped bool) {
+		t.Helper()
+		before := bigbuf.Live()
+		b, free := newBuffer(n)
+		if len(b) != n {
+			t.Fatalf("len %d, want %d", len(b), n)
+		}
+		if got := bigbuf.Live() - before; got != 0 && !wantMapped || got != 1 && wantMapped && mapping {
+			t.Fatalf("newBuffer(%d) warm=%v: %d mapped, want mapped %v", n, warm.Load(), got, wantMapped)
+		}
+		free()
+		if bigbuf.Live() != before {
+			t.Fatalf("%d mapped after free, want %d", bigbuf.Live(), before)
+		}
 	}
-	freeSmall()
-	large, freeLarge := newBuffer(mapFrom)
-	if len(large) != mapFrom {
-		t.Fatalf("len %d", len(large))
+
+	warm.Store(false)
+	check(bigbuf.Threshold, true)
+	check(mapFrom, true)
+
+	// A verification warms the process.
+	req := makeCut(t, []testPart{{"block", "a", "GO-2024-2687 in golang.org/x/net"}}, cutOptions{})
+	Verify(req)
+	if !warm.Load() {
+		t.Fatal("a verification did not mark the process warm")
 	}
-	if runtime.GOOS == "linux" && bigbuf.Live() != before+1 {
-		t.Fatalf("a buffer of mapFrom bytes: %d mapped, want %d", bigbuf.Live(), before+1)
-	}
-	freeLarge()
-	if bigbuf.Live() != before {
-		t.Fatalf("%d mapped after free, want %d", bigbuf.Live(), before)
-	}
+	check(bigbuf.Threshold, false)
+	check(mapFrom-1, false)
+	check(mapFrom, true)
 }

@@ -114,7 +114,10 @@ func verifyCtx(ctx context.Context, req Request) receipts.Verification {
 	// Even when a panic unwinds, every goroutine the check started ends
 	// before its buffers are freed, and before Verify returns: nothing may
 	// read the inputs after that (the plugin unmaps them).
-	defer c.end()
+	defer func() {
+		c.end()
+		warm.Store(true)
+	}()
 	c.decode()
 	digests := c.start(c.keyedDigests)
 	wire := c.start(c.renderWire)
