@@ -116,7 +116,7 @@ func (c *check) end() {
 }
 
 // buffer returns a zeroed buffer of n bytes that the check frees when it
-// ends (canon.Options.Buffer): decoded texts live apart from the Go heap.
+// ends (canon.Options.Buffer): decoded texts go to buffers from newBuffer.
 func (c *check) buffer(n int) []byte {
 	b, free := newBuffer(n)
 	c.onEnd(free)
