@@ -179,7 +179,9 @@ func (m *matcher) kidsOf(u int32) (first, end int32) {
 // buildDense computes the complete table and the fail links together, in
 // breadth-first order: a node's row is its fail state's row with its own
 // children set, and a child's fail state is the transition of the node's
-// fail state on the child's byte.
+// fail state on the child's byte. A child's fail state is shallower, so its
+// dictionary link is known when the child's is set, and each entry is
+// written once in its final form (complemented when it reports).
 func (m *matcher) buildDense() {
 	w := m.nclass
 	m.delta, m.free = newBuffer(4 * m.nnodes * w)
@@ -192,20 +194,24 @@ func (m *matcher) buildDense() {
 		for i := first; i < end; i++ {
 			k := m.kid(i)
 			e := int(u)*w + int(m.class[k.b])
+			v := m.node(k.to)
 			if u > 0 {
-				v := m.node(k.to)
 				v.fail = m.entry(e)
+				if v.fail < 0 {
+					v.fail = ^v.fail
+				}
+				if f := m.node(v.fail); f.out > 0 {
+					v.dict = v.fail
+				} else {
+					v.dict = f.dict
+				}
 				m.setNode(k.to, v)
 			}
-			m.setEntry(e, k.to)
-		}
-		if u > 0 {
-			m.setDict(u)
-		}
-	}
-	for e := range len(m.delta) / 4 {
-		if t := m.node(m.entry(e)); t.out > 0 || t.dict > 0 {
-			m.setEntry(e, ^m.entry(e))
+			t := k.to
+			if v.out > 0 || v.dict > 0 {
+				t = ^t
+			}
+			m.setEntry(e, t)
 		}
 	}
 }
