@@ -200,15 +200,11 @@ func (m *matcher) buildDense() {
 				if v.fail < 0 {
 					v.fail = ^v.fail
 				}
-				if f := m.node(v.fail); f.out > 0 {
-					v.dict = v.fail
-				} else {
-					v.dict = f.dict
-				}
+				v.dict = m.dictLink(v.fail)
 				m.setNode(k.to, v)
 			}
 			t := k.to
-			if v.out > 0 || v.dict > 0 {
+			if v.reports() {
 				t = ^t
 			}
 			m.setEntry(e, t)
@@ -250,14 +246,22 @@ func (m *matcher) buildSparse() {
 // setDict sets the dictionary link of v, whose fail state's is set.
 func (m *matcher) setDict(v int32) {
 	n := m.node(v)
-	f := m.node(n.fail)
-	if f.out > 0 {
-		n.dict = n.fail
-	} else {
-		n.dict = f.dict
-	}
+	n.dict = m.dictLink(n.fail)
 	m.setNode(v, n)
 }
+
+// dictLink is the dictionary link of a node whose fail state is fail, that
+// state's own link being set: fail itself when a pattern ends there.
+func (m *matcher) dictLink(fail int32) int32 {
+	if f := m.node(fail); f.out <= 0 {
+		return f.dict
+	}
+	return fail
+}
+
+// reports tells whether some pattern ends in the node: its own, or one on
+// its fail chain.
+func (n acNode) reports() bool { return n.out > 0 || n.dict > 0 }
 
 // release frees the matcher's memory; the matcher must not be used after.
 func (m *matcher) release() {
@@ -306,7 +310,7 @@ func (m *matcher) scan(text []byte, from, to int, fn func(start, end int) bool) 
 	s := int32(0)
 	for i := from; i < to; i++ {
 		s = m.stepFail(s, text[i])
-		if n := m.node(s); s == 0 || (n.out == 0 && n.dict <= 0) {
+		if s == 0 || !m.node(s).reports() {
 			continue
 		}
 		if !m.report(s, i+1, fn) {
