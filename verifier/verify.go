@@ -113,7 +113,7 @@ func verifyCtx(ctx context.Context, req Request) receipts.Verification {
 	c := &check{req: req, ctx: ctx}
 	// Even when a panic unwinds, every goroutine the check started ends
 	// before its buffers are freed, and before Verify returns: nothing may
-	// read the inputs after that (the plugin unmaps them).
+	// read the inputs after that (the plugin clears or unmaps them).
 	defer func() {
 		c.end()
 		warm.Store(true)

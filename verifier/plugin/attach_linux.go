@@ -5,6 +5,7 @@ package plugin
 import (
 	"errors"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,9 +18,9 @@ const attachSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE | 
 const attachSupported = true
 
 // makeAttachment writes the inputs, concatenated, into a new memfd and seals
-// it. The plugin maps it read-only and refuses it unless it is sealed and of
-// the declared size; what it verifies can then be neither changed nor
-// copied through the gRPC transport.
+// it. The plugin refuses it unless it is sealed and of the declared size,
+// and only then reads or maps it (openAttachment); what it verifies can then
+// be neither changed nor copied through the gRPC transport.
 func makeAttachment(inputs [nInputs][]byte) (*os.File, error) {
 	fd, err := unix.MemfdCreate("privacycut-verifier-inputs", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
@@ -62,8 +63,9 @@ func sendAttachment(ch, f *os.File) error {
 }
 
 // receiveAttachment takes the one memfd waiting on the channel sock, without
-// blocking (the host sends it before it asks for the verification), maps it
-// with openAttachment and closes the descriptor: the mapping is what stays.
+// blocking (the host sends it before it asks for the verification), opens it
+// with openAttachment and closes the descriptor: the copy or the mapping is
+// what stays.
 // Anything but exactly one descriptor in one one-byte message is refused,
 // and every descriptor received is closed.
 func receiveAttachment(sock int, sizes []uint64) ([]byte, func(), error) {
@@ -92,8 +94,26 @@ func receiveAttachment(sock int, sizes []uint64) ([]byte, func(), error) {
 	return openAttachment(fds[0], sizes)
 }
 
-// openAttachment maps the sealed memfd at fd read-only and checks that it
-// holds exactly the declared sizes. The returned function unmaps it.
+// reuseMax is the largest attachment openAttachment reads into the
+// plugin's reusable buffer rather than maps.
+const reuseMax = 4 << 20
+
+// reused is the plugin's reusable attachment buffer, held from an
+// attachment's read until its release, which clears it. A warm plugin's
+// requests come one at a time, each into the same pages, already faulted
+// in: a mapping costs a populate and, at its unmap, a TLB shootdown on
+// every CPU the plugin's threads ran on, every request. An attachment that
+// arrives while the buffer is held, or is larger than reuseMax, is mapped.
+var reused struct {
+	sync.Mutex
+	b []byte
+}
+
+// openAttachment checks that the memfd at fd is sealed and holds exactly the
+// declared sizes, then reads it into the reusable buffer (up to reuseMax,
+// when the buffer is free) or maps it read-only. The returned function
+// clears and frees the buffer, or unmaps the mapping; it may be called more
+// than once.
 func openAttachment(fd int, sizes []uint64) ([]byte, func(), error) {
 	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
 	if err != nil || seals&attachSeals != attachSeals {
@@ -116,9 +136,42 @@ func openAttachment(fd int, sizes []uint64) ([]byte, func(), error) {
 	if total == 0 {
 		return []byte{}, func() {}, nil
 	}
+	if total <= reuseMax && reused.TryLock() {
+		return readAttachment(fd, int(total))
+	}
 	b, err := unix.Mmap(fd, 0, int(total), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, nil, errAttachment
 	}
-	return b, func() { unix.Munmap(b) }, nil
+	var once sync.Once
+	return b, func() { once.Do(func() { unix.Munmap(b) }) }, nil
+}
+
+// readAttachment reads the n bytes of the sealed memfd at fd into the
+// reusable buffer, whose lock the caller holds; the returned function
+// clears the bytes read and unlocks it.
+func readAttachment(fd, n int) ([]byte, func(), error) {
+	if cap(reused.b) < n {
+		reused.b = make([]byte, n) // the old buffer was cleared at its release
+	}
+	b := reused.b[:n]
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			clear(b)
+			reused.Unlock()
+		})
+	}
+	for off := 0; off < n; {
+		m, err := unix.Pread(fd, b[off:], int64(off))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m <= 0 {
+			release()
+			return nil, nil, errAttachment
+		}
+		off += m
+	}
+	return b, release, nil
 }

@@ -74,6 +74,62 @@ func TestAttachmentMustBeSealed(t *testing.T) {
 	unmap()
 }
 
+// TestAttachmentReusesBuffer: an attachment up to reuseMax is read into the
+// plugin's one reusable buffer while it is free, and its release clears
+// it; one that arrives while the buffer is held, or a larger one, is
+// mapped. Releasing twice is harmless.
+func TestAttachmentReusesBuffer(t *testing.T) {
+	sealed := func(content []byte) *os.File {
+		f, err := makeAttachment([nInputs][]byte{content})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	inBuffer := func(b []byte) bool {
+		return len(b) > 0 && cap(reused.b) > 0 && &b[0] == &reused.b[:1][0]
+	}
+	first, second := sealed([]byte("owner-value-one")), sealed([]byte("owner-value-two"))
+	b1, release1, err := openAttachment(int(first.Fd()), []uint64{15})
+	if err != nil || string(b1) != "owner-value-one" {
+		t.Fatalf("first attachment: %q %v", b1, err)
+	}
+	if !inBuffer(b1) {
+		t.Fatal("an attachment arriving while the buffer is free was not read into it")
+	}
+	b2, release2, err := openAttachment(int(second.Fd()), []uint64{15})
+	if err != nil || string(b2) != "owner-value-two" {
+		t.Fatalf("second attachment: %q %v", b2, err)
+	}
+	if inBuffer(b2) {
+		t.Fatal("an attachment arriving while the buffer is held was read into it")
+	}
+	release2()
+	release2()
+	release1()
+	release1()
+	if got := reused.b[:15]; !bytes.Equal(got, make([]byte, 15)) {
+		t.Fatalf("the buffer holds %q after its release, want zeros", got)
+	}
+	b3, release3, err := openAttachment(int(second.Fd()), []uint64{15})
+	if err != nil || string(b3) != "owner-value-two" || !inBuffer(b3) {
+		t.Fatalf("after the release: %q %v, in the buffer %v", b3, err, inBuffer(b3))
+	}
+	release3()
+
+	big := bytes.Repeat([]byte{'x'}, reuseMax+1)
+	b4, release4, err := openAttachment(int(sealed(big).Fd()), []uint64{uint64(len(big))})
+	if err != nil || !bytes.Equal(b4, big) {
+		t.Fatalf("large attachment: %v", err)
+	}
+	if inBuffer(b4) {
+		t.Fatal("an attachment over reuseMax was read into the buffer")
+	}
+	release4()
+	release4()
+}
+
 // procFields returns the fields of /proc/<pid>/stat after the command
 // name (state, ppid, …); ok is false once the process has gone.
 func procFields(pid int) ([]string, bool) {

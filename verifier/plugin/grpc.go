@@ -300,9 +300,9 @@ var attachFD = -1
 
 // receive reads one request stream: a header, then the chunks of each input
 // in order, exactly the declared sizes — or, when the header says the inputs
-// are attached, maps the attachment instead. release frees what receive
-// took: streamed inputs hold owner values and are cleared; an attachment is
-// read-only and is unmapped.
+// are attached, opens the attachment instead. release frees what receive
+// took: streamed inputs and an attachment read into the plugin's buffer hold
+// owner values and are cleared; a mapped attachment is unmapped.
 func receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, release func(), err error) {
 	release = func() {}
 	first, err := stream.Recv()

@@ -287,7 +287,7 @@ type startResult struct {
 // writes them once into a memfd, seals it against any change, and passes it
 // over a socket pair whose other end the plugin got at start (descriptor 3)
 // once the plugin has started, that is, has hardened itself; the plugin
-// maps it read-only and refuses it unsealed. Nothing the plugin holds
+// refuses it unsealed, and reads or maps it only then. Nothing the plugin holds
 // before it is hardened gives access to the inputs: a socket cannot be
 // reopened through /proc, and the caller keeps its standard input free of
 // inputs.

@@ -129,8 +129,8 @@ func (w *Warm) verify(ctx context.Context, req verifier.Request) (receipts.Verif
 		if err != nil {
 			return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrInternal, err)
 		}
-		// The plugin maps its own copy of the descriptor; ours is closed
-		// whatever happens.
+		// The plugin reads or maps its own copy of the descriptor; ours is
+		// closed whatever happens.
 		defer f.Close()
 		if err := sendAttachment(w.attach, f); err != nil {
 			return receipts.Verification{}, fmt.Errorf("%w: attachment: %w", ErrInternal, err)
