@@ -1,11 +1,13 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -36,6 +38,8 @@ const (
 	// 50 bytes.
 	maxGrantedTokens = 1 << 16
 	nInputs          = 7
+	// vocabularyInput indexes the vocabulary in Header.sizes.
+	vocabularyInput = int(verifierpb.Input_INPUT_VOCABULARY) - 1
 )
 
 // Errors of the plugin protocol. Their messages are fixed and content-free.
@@ -102,8 +106,17 @@ type grpcClient struct {
 }
 
 func (g *grpcClient) Verify(ctx context.Context, req verifier.Request) (receipts.Verification, error) {
+	return g.verify(ctx, req, false)
+}
+
+// verify is Verify, with req's vocabulary replaced by the one the plugin
+// kept when keptVocabulary is set (Header.vocabulary_kept).
+func (g *grpcClient) verify(ctx context.Context, req verifier.Request, keptVocabulary bool) (receipts.Verification, error) {
+	if keptVocabulary {
+		req.Vocabulary = nil
+	}
 	inputs := inputsOf(req)
-	hdr := &verifierpb.Header{ExportDigest: req.ExportDigest, Lease: req.Lease, VaultSocket: req.VaultSocket}
+	hdr := &verifierpb.Header{ExportDigest: req.ExportDigest, Lease: req.Lease, VaultSocket: req.VaultSocket, VocabularyKept: keptVocabulary}
 	// A grant reply crosses as its tokens; an Issuer of another kind cannot
 	// cross, and the plugin dials its own at the vault socket.
 	if g, ok := req.Issuer.(*verifier.Granted); ok && g != nil && req.VaultSocket == "" {
@@ -255,10 +268,39 @@ type grpcServer struct {
 	verifierpb.UnimplementedVerifierServer
 	impl verifier.Checker
 	dial DialIssuer // nil: requests get no issuer
+	kept keptVocabulary
+}
+
+// keptVocabulary is the vocabulary a plugin process last received in full:
+// a later request may name it instead of carrying it again
+// (Header.vocabulary_kept). A vocabulary is public, and a kept one is never
+// changed, only replaced.
+type keptVocabulary struct {
+	mu sync.Mutex
+	b  []byte
+	ok bool
+}
+
+// use returns the vocabulary of a request: the kept one when the header
+// says so (ErrStream when none was received), else voc, which it keeps (a
+// copy: voc may be in a buffer cleared when the request ends).
+func (k *keptVocabulary) use(kept bool, voc []byte) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if kept {
+		if !k.ok {
+			return nil, ErrStream
+		}
+		return k.b, nil
+	}
+	if !k.ok || !bytes.Equal(k.b, voc) {
+		k.b, k.ok = bytes.Clone(voc), true
+	}
+	return voc, nil
 }
 
 func (s *grpcServer) Verify(stream verifierpb.Verifier_VerifyServer) error {
-	req, release, err := receive(stream)
+	req, release, err := s.receive(stream)
 	defer func() {
 		release()
 		if req.EvidenceKey != nil {
@@ -300,10 +342,11 @@ var attachFD = -1
 
 // receive reads one request stream: a header, then the chunks of each input
 // in order, exactly the declared sizes — or, when the header says the inputs
-// are attached, opens the attachment instead. release frees what receive
+// are attached, opens the attachment instead. A header that names the kept
+// vocabulary declares it empty, and gets the kept one (keptVocabulary). release frees what receive
 // took: streamed inputs and an attachment read into the plugin's buffer hold
 // owner values and are cleared; a mapped attachment is unmapped.
-func receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, release func(), err error) {
+func (s *grpcServer) receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, release func(), err error) {
 	release = func() {}
 	first, err := stream.Recv()
 	if err != nil {
@@ -317,6 +360,9 @@ func receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, rel
 		if n > MaxInputBytes {
 			return req, release, ErrTooLarge
 		}
+	}
+	if hdr.GetVocabularyKept() && hdr.GetSizes()[vocabularyInput] != 0 {
+		return req, release, ErrStream
 	}
 	if k := hdr.GetEvidenceKey(); len(k) > 0 {
 		key, err := receipts.NewEvidenceKey(k)
@@ -356,6 +402,9 @@ func receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, rel
 			off += n
 		}
 		setInputs(&req, in)
+		if req.Vocabulary, err = s.kept.use(hdr.GetVocabularyKept(), req.Vocabulary); err != nil {
+			return req, unmap, err
+		}
 		return req, unmap, nil
 	}
 	bufs := make([][]byte, nInputs)
@@ -401,6 +450,9 @@ func receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, rel
 		}
 	}
 	setInputs(&req, [nInputs][]byte(bufs))
+	if req.Vocabulary, err = s.kept.use(hdr.GetVocabularyKept(), req.Vocabulary); err != nil {
+		return req, release, err
+	}
 	return req, release, nil
 }
 

@@ -91,7 +91,7 @@ const pluginName = "verifier"
 // the plugin binary from being run by hand by mistake; it is not security:
 // the host pins the binary by checksum and speaks mutual TLS.
 var handshake = goplugin.HandshakeConfig{
-	ProtocolVersion:  2,
+	ProtocolVersion:  3,
 	MagicCookieKey:   "PRIVACYCUT_VERIFIER_PLUGIN",
 	MagicCookieValue: "closed-diagnostic@1/verifier/1",
 }

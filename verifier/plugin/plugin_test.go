@@ -167,6 +167,9 @@ func TestStreamProtocol(t *testing.T) {
 	chunk := func(in verifierpb.Input, data string) *verifierpb.VerifyRequest {
 		return &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Chunk{Chunk: &verifierpb.Chunk{Input: in, Data: []byte(data)}}}
 	}
+	keptHdr := func(sizes ...uint64) *verifierpb.VerifyRequest {
+		return &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Header{Header: &verifierpb.Header{Sizes: sizes, VocabularyKept: true}}}
+	}
 	keyHdr := &verifierpb.VerifyRequest{Msg: &verifierpb.VerifyRequest_Header{Header: &verifierpb.Header{Sizes: []uint64{0, 0, 0, 0, 0, 0, 0}, EvidenceKey: []byte("short")}}}
 	tests := []struct {
 		name string
@@ -183,7 +186,12 @@ func TestStreamProtocol(t *testing.T) {
 		{"out of order", []*verifierpb.VerifyRequest{hdr(1, 1, 0, 0, 0, 0, 0), chunk(verifierpb.Input_INPUT_EXPORT, "x"), chunk(verifierpb.Input_INPUT_SOURCE, "x")}, codes.InvalidArgument},
 		{"unknown input", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0, 0), chunk(verifierpb.Input(9), "x")}, codes.InvalidArgument},
 		{"second header", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0, 0), hdr(0, 0, 0, 0, 0, 0, 0)}, codes.InvalidArgument},
+		// The server has received no vocabulary yet: every request above
+		// was refused before it got one.
+		{"kept vocabulary, none received", []*verifierpb.VerifyRequest{keptHdr(0, 0, 0, 0, 0, 0, 0)}, codes.InvalidArgument},
 		{"well-formed empty request", []*verifierpb.VerifyRequest{hdr(0, 0, 0, 0, 0, 0, 0)}, codes.OK},
+		{"kept vocabulary, one received", []*verifierpb.VerifyRequest{keptHdr(0, 0, 0, 0, 0, 0, 0)}, codes.OK},
+		{"kept vocabulary with a size", []*verifierpb.VerifyRequest{keptHdr(0, 0, 0, 1, 0, 0, 0), chunk(verifierpb.Input_INPUT_VOCABULARY, "x")}, codes.InvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

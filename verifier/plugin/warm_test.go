@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/privacycut/privacycut/internal/syncbuf"
+	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/verifier"
 )
 
@@ -101,6 +103,54 @@ func TestWarmServesMany(t *testing.T) {
 	if err != nil || v.Verification().Verdict != verifier.Verify(reqs[0]).Verdict {
 		t.Fatalf("Check: %v, %v", v.Verification().Verdict, err)
 	}
+}
+
+// TestWarmKeepsVocabulary: a request whose vocabulary is the bytes the
+// plugin last received names the kept one instead of carrying it, and gets
+// the in-process verdict; a vocabulary changed in place is sent in full and
+// verified as changed, and the original is sent in full again after it.
+func TestWarmKeepsVocabulary(t *testing.T) {
+	var log syncbuf.Buffer
+	w := startWarm(t, &log)
+	var req verifier.Request
+	for _, v := range loadVectors(t) {
+		if v.Pass {
+			req = vectorRequest(t, v)
+			break
+		}
+	}
+	if len(req.Vocabulary) == 0 {
+		t.Fatal("no passing vector with a vocabulary")
+	}
+	call := func(step string, wantKept bool) {
+		t.Helper()
+		before := w.keptCalls
+		got, err := w.Verify(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if kept := w.keptCalls > before; kept != wantKept {
+			t.Fatalf("%s: vocabulary kept %v, want %v", step, kept, wantKept)
+		}
+		if d := cmp.Diff(verifier.Verify(req), got); d != "" {
+			t.Fatalf("%s: warm plugin and in process differ (-in process +warm):\n%s", step, d)
+		}
+	}
+	call("first request", false)
+	call("same vocabulary", true)
+	call("same vocabulary again", true)
+
+	i := bytes.LastIndexAny(req.Vocabulary, "abcdefghijklmnopqrstuvwxyz")
+	orig := req.Vocabulary[i]
+	req.Vocabulary[i] = 'a' + (orig-'a'+1)%26
+	if verifier.Verify(req).Verdict == receipts.VerdictPass {
+		t.Fatal("the changed vocabulary still verifies: the test proves nothing")
+	}
+	call("vocabulary changed in place", false)
+	call("the changed vocabulary again", true)
+	req.Vocabulary[i] = orig
+	call("vocabulary restored", false)
+	call("restored vocabulary again", true)
 }
 
 // TestWarmBreaks: a call that fails — the process killed, the call

@@ -119,8 +119,12 @@ type Header struct {
 	Granted       bool     `protobuf:"varint,8,opt,name=granted,proto3" json:"granted,omitempty"`
 	GrantedLease  string   `protobuf:"bytes,9,opt,name=granted_lease,json=grantedLease,proto3" json:"granted_lease,omitempty"`
 	GrantedTokens []string `protobuf:"bytes,10,rep,name=granted_tokens,json=grantedTokens,proto3" json:"granted_tokens,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The vocabulary is the one this plugin process last received in full:
+	// its size is 0 and it is neither attached nor streamed. A plugin that
+	// has received none refuses the request.
+	VocabularyKept bool `protobuf:"varint,11,opt,name=vocabulary_kept,json=vocabularyKept,proto3" json:"vocabulary_kept,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Header) Reset() {
@@ -221,6 +225,13 @@ func (x *Header) GetGrantedTokens() []string {
 		return x.GrantedTokens
 	}
 	return nil
+}
+
+func (x *Header) GetVocabularyKept() bool {
+	if x != nil {
+		return x.VocabularyKept
+	}
+	return false
 }
 
 type Chunk struct {
@@ -545,7 +556,7 @@ var File_verifier_proto protoreflect.FileDescriptor
 
 const file_verifier_proto_rawDesc = "" +
 	"\n" +
-	"\x0everifier.proto\x12\x16privacycut.verifier.v1\"\xc5\x02\n" +
+	"\x0everifier.proto\x12\x16privacycut.verifier.v1\"\xee\x02\n" +
 	"\x06Header\x12!\n" +
 	"\fevidence_key\x18\x01 \x01(\fR\vevidenceKey\x12#\n" +
 	"\rexport_digest\x18\x02 \x01(\tR\fexportDigest\x12\"\n" +
@@ -557,7 +568,8 @@ const file_verifier_proto_rawDesc = "" +
 	"\agranted\x18\b \x01(\bR\agranted\x12#\n" +
 	"\rgranted_lease\x18\t \x01(\tR\fgrantedLease\x12%\n" +
 	"\x0egranted_tokens\x18\n" +
-	" \x03(\tR\rgrantedTokens\"P\n" +
+	" \x03(\tR\rgrantedTokens\x12'\n" +
+	"\x0fvocabulary_kept\x18\v \x01(\bR\x0evocabularyKept\"P\n" +
 	"\x05Chunk\x123\n" +
 	"\x05input\x18\x01 \x01(\x0e2\x1d.privacycut.verifier.v1.InputR\x05input\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"\x87\x01\n" +
