@@ -102,7 +102,7 @@ func (p *Pipeline) Send(ctx context.Context, cut *Cut, opt SendOptions) (*Sent, 
 	// body after Do returns, and the cut's buffer (Options.Buffer) may be
 	// unmapped by then.
 	body := bytes.Clone(cut.Body())
-	s := &Sent{Target: cut.Plan.Target, Lease: cut.Lease, Bytes: len(body), BodyDigest: receipts.SHA256(body)}
+	s := &Sent{Target: cut.Plan.Target, Lease: cut.Lease, Bytes: len(body)}
 	if cut.Lease != "" {
 		s.LeaseState = lease.Active.String()
 	}
@@ -126,6 +126,7 @@ func (p *Pipeline) Send(ctx context.Context, cut *Cut, opt SendOptions) (*Sent, 
 	res, err := sender.Send(ctx, egress.Delivery{Seal: cut.Seal.EventID, Body: body, Target: cut.Plan.Target,
 		Consumer: cut.Plan.Consumer, Profile: profile, CredentialFile: opt.CredentialFile})
 	s.Decisions, s.Tries, s.Status = res.Decisions, res.Tries, res.Status
+	s.BodyDigest = bodyDigest(res.Decisions, body)
 	if err != nil {
 		return s, p.deliveryError(err, res)
 	}
@@ -204,4 +205,16 @@ func (p *Pipeline) revokeAfterSend(ctx context.Context, s *Sent) {
 		return
 	}
 	s.LeaseState = l.State.String()
+}
+
+// bodyDigest is the sha256 of body. A decision on body names it when body
+// is the sealed wire body (egress.Authority.Admit hashed it to decide), so
+// it is computed again only when no decision did.
+func bodyDigest(decisions []receipts.EgressDecision, body []byte) string {
+	for _, d := range decisions {
+		if d.BodyDigest != "" {
+			return d.BodyDigest
+		}
+	}
+	return receipts.SHA256(body)
 }

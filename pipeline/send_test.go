@@ -151,6 +151,31 @@ func TestSendExactRequest(t *testing.T) {
 	}
 }
 
+// TestSentBodyDigest: Sent.BodyDigest is the sha256 of the body, taken
+// from the admission when there is one and computed when the send ended
+// before any (a credential file that cannot be read).
+func TestSentBodyDigest(t *testing.T) {
+	e := newWireEnv(t)
+	for _, tc := range []struct {
+		name, credential string
+		decisions        bool
+	}{
+		{"admitted", e.credential, true},
+		{"no credential", filepath.Join(t.TempDir(), "missing"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cut := e.cut(t, e.url+standin.OpenAIPath, 1)
+			sent, err := e.p.Send(context.Background(), cut, pipeline.SendOptions{CredentialFile: tc.credential, Rehydrate: true})
+			if (err == nil) != tc.decisions || (len(sent.Decisions) > 0) != tc.decisions {
+				t.Fatalf("Send = %v with %d decisions", err, len(sent.Decisions))
+			}
+			if want := receipts.SHA256(cut.Wire); sent.BodyDigest != want {
+				t.Fatalf("body digest %q, want %q", sent.BodyDigest, want)
+			}
+		})
+	}
+}
+
 // TestSendKeepsConnections: a pipeline's deliveries to one provider share
 // a connection, as a gateway's requests do; closing the pipeline closes it.
 func TestSendKeepsConnections(t *testing.T) {
