@@ -407,9 +407,6 @@ func (p *Pipeline) prepare(ctx context.Context, in Input, doc *grammar.Document,
 	if vault != nil {
 		cut.Lease, cut.LeaseExpires = vault.lease, vault.deadline
 	}
-	if body != nil {
-		cut.WireDigest = receipts.SHA256(body)
-	}
 	cut.Seal, err = p.auth.Seal(egress.SealRequest{SourceDigest: out.SourceDigest, Export: out.Export, Wire: body, Plan: plan,
 		Receipts: out.Receipts, Verification: verdict, Lease: cut.Lease})
 	if err != nil {
@@ -419,6 +416,8 @@ func (p *Pipeline) prepare(ctx context.Context, in Input, doc *grammar.Document,
 		}
 		return nil, err
 	}
+	// The seal hashed the wire body to check it against the verification.
+	cut.WireDigest = cut.Seal.WireDigest
 	// A reversible lease is bound to the sealed cut: only now can it be
 	// claimed, and only for this export.
 	if vault != nil {

@@ -153,7 +153,8 @@ func TestSendExactRequest(t *testing.T) {
 
 // TestSentBodyDigest: Sent.BodyDigest is the sha256 of the body, taken
 // from the admission when there is one and computed when the send ended
-// before any (a credential file that cannot be read).
+// before any (a credential file that cannot be read); the cut's WireDigest,
+// taken from its seal, is too.
 func TestSentBodyDigest(t *testing.T) {
 	e := newWireEnv(t)
 	for _, tc := range []struct {
@@ -169,8 +170,8 @@ func TestSentBodyDigest(t *testing.T) {
 			if (err == nil) != tc.decisions || (len(sent.Decisions) > 0) != tc.decisions {
 				t.Fatalf("Send = %v with %d decisions", err, len(sent.Decisions))
 			}
-			if want := receipts.SHA256(cut.Wire); sent.BodyDigest != want {
-				t.Fatalf("body digest %q, want %q", sent.BodyDigest, want)
+			if want := receipts.SHA256(cut.Wire); sent.BodyDigest != want || cut.WireDigest != want {
+				t.Fatalf("body digest %q, cut's wire digest %q, want %q", sent.BodyDigest, cut.WireDigest, want)
 			}
 		})
 	}
