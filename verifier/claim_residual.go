@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/privacycut/privacycut/canon"
@@ -156,8 +157,11 @@ func (c *check) wireResidual(res *outcome, forms [][]byte) {
 		text := append([]byte(c.plan.Wire.Model), 0xff)
 		text = append(append(text, c.plan.Wire.Instruction...), 0xff)
 		eachString(w.stripped, func(s []byte) { text = append(append(text, s...), 0xff) })
-		idx := newSubstrings(text)
+		idx, kept := wireStringsIndex(text)
 		if !slices.ContainsFunc(forms, func(f []byte) bool { return len(f) > 0 && idx.contains(f) }) {
+			if !kept {
+				keepWireStrings(text, idx)
+			}
 			return
 		}
 		// The complete table pays off only over text much longer than it:
@@ -315,4 +319,43 @@ func insideKnownSpan(text []byte, spans []span, s, e int) bool {
 		return tokenOfCategory(text[sp.start:sp.end], int(sp.cat))
 	}
 	return true
+}
+
+// The index of the last rendered body's own strings that held none of its
+// verification's owner values, kept for the next verification of the same
+// strings: a gateway route's model, instruction and output schema are the
+// same in every request, and building their automaton was a tenth of a
+// one-finding report's verification. The key is the exact bytes, compared
+// in full; an index is read only once built. Strings that held a value are
+// never kept, so nothing kept outlives the request it was found in.
+var lastWireStrings struct {
+	sync.Mutex
+	text []byte
+	idx  *substrings
+}
+
+// wireStringsBuilt counts the indexes built, for the tests.
+var wireStringsBuilt atomic.Int64
+
+// wireStringsIndex returns the index of text: the kept one when text is
+// its bytes (kept is then true), else a new one.
+func wireStringsIndex(text []byte) (idx *substrings, kept bool) {
+	lastWireStrings.Lock()
+	if lastWireStrings.idx != nil && bytes.Equal(lastWireStrings.text, text) {
+		idx = lastWireStrings.idx
+	}
+	lastWireStrings.Unlock()
+	if idx != nil {
+		return idx, true
+	}
+	wireStringsBuilt.Add(1)
+	return newSubstrings(text), false
+}
+
+// keepWireStrings keeps idx, the index of text, for the next verification;
+// text must not change after.
+func keepWireStrings(text []byte, idx *substrings) {
+	lastWireStrings.Lock()
+	lastWireStrings.text, lastWireStrings.idx = text, idx
+	lastWireStrings.Unlock()
 }

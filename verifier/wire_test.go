@@ -299,3 +299,52 @@ func TestVerifyWireSearchedWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestWireStringsKept: the index of a rendered body's own strings is kept
+// for the next verification of the same strings, is built again for other
+// strings, and is never kept when the strings hold an owner value: such a
+// request fails no-residual every time, and the clean index stays.
+func TestWireStringsKept(t *testing.T) {
+	clean := makeCut(t, sampleParts, cutOptions{Wire: wireOf(receipts.WireOpenAIChat), Schema: []byte(testSchema)})
+	leakyWire := wireOf(receipts.WireOpenAIChat)
+	leakyWire.Instruction = "Focus on git.corp.example/pay/ledger."
+	leaky := makeCut(t, sampleParts, cutOptions{Wire: leakyWire, Schema: []byte(testSchema)})
+	otherWire := wireOf(receipts.WireOpenAIChat)
+	otherWire.Instruction = "Rank the findings."
+	other := makeCut(t, sampleParts, cutOptions{Wire: otherWire, Schema: []byte(testSchema)})
+	steps := []struct {
+		name  string
+		req   Request
+		pass  bool
+		built int64 // indexes built by the step
+	}{
+		{"clean", clean, true, 1},
+		{"clean again", clean, true, 0},
+		{"an owner value in the instruction", leaky, false, 1},
+		{"the same again", leaky, false, 1},
+		{"clean after it", clean, true, 0},
+		{"other strings", other, true, 1},
+		{"other strings again", other, true, 0},
+	}
+	// The first step starts from strings no other test used.
+	keepWireStrings(nil, nil)
+	for _, s := range steps {
+		before := wireStringsBuilt.Load()
+		v := Verify(s.req)
+		if got := v.Verdict == receipts.VerdictPass; got != s.pass {
+			t.Fatalf("%s: verdict %s, failed %v", s.name, v.Verdict, v.Failed())
+		}
+		if !s.pass && !slices.Equal(v.Failed(), []string{receipts.ClaimNoResidual}) {
+			t.Fatalf("%s: failed %v, want only %s", s.name, v.Failed(), receipts.ClaimNoResidual)
+		}
+		if got := wireStringsBuilt.Load() - before; got != s.built {
+			t.Fatalf("%s: %d indexes built, want %d", s.name, got, s.built)
+		}
+		lastWireStrings.Lock()
+		held := bytes.Contains(lastWireStrings.text, []byte("git.corp.example/pay/ledger"))
+		lastWireStrings.Unlock()
+		if held {
+			t.Fatalf("%s: the kept strings hold an owner value", s.name)
+		}
+	}
+}
