@@ -74,7 +74,10 @@
 // bytes, and reuses it for the next verification given the same bytes,
 // compared in full (a long-lived plugin is given its gateway's vocabulary
 // with every request); any other bytes are decoded anew. Decoded
-// vocabularies are read only.
+// vocabularies are read only. It keeps, the same way, the index of the
+// last rendered wire body's own strings (model, instruction, output schema
+// strings) in which none of the verification's owner values occurred;
+// strings that held one are never kept.
 //
 // # Reversible tokens
 //
