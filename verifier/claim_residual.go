@@ -324,8 +324,8 @@ func insideKnownSpan(text []byte, spans []span, s, e int) bool {
 // The index of the last rendered body's own strings that held none of its
 // verification's owner values, kept for the next verification of the same
 // strings: a gateway route's model, instruction and output schema are the
-// same in every request, and building their automaton was a tenth of a
-// one-finding report's verification. The key is the exact bytes, compared
+// same in every request, and building their automaton costs about a tenth
+// of a one-finding report's verification. The key is the exact bytes, compared
 // in full; an index is read only once built. Strings that held a value are
 // never kept, so nothing kept outlives the request it was found in.
 var lastWireStrings struct {

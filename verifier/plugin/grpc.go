@@ -343,9 +343,10 @@ var attachFD = -1
 // receive reads one request stream: a header, then the chunks of each input
 // in order, exactly the declared sizes — or, when the header says the inputs
 // are attached, opens the attachment instead. A header that names the kept
-// vocabulary declares it empty, and gets the kept one (keptVocabulary). release frees what receive
-// took: streamed inputs and an attachment read into the plugin's buffer hold
-// owner values and are cleared; a mapped attachment is unmapped.
+// vocabulary declares it empty, and gets the kept one (keptVocabulary).
+// release frees what receive took: streamed inputs and an attachment read
+// into the plugin's buffer hold owner values and are cleared; a mapped
+// attachment is unmapped.
 func (s *grpcServer) receive(stream verifierpb.Verifier_VerifyServer) (req verifier.Request, release func(), err error) {
 	release = func() {}
 	first, err := stream.Recv()
