@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/privacycut/privacycut/internal/readall"
 	"github.com/privacycut/privacycut/receipts"
 )
 
@@ -319,7 +320,7 @@ func (s *Sender) try(ctx context.Context, client *http.Client, d Delivery, cred 
 	}
 	defer resp.Body.Close()
 	limit := s.maxAnswer()
-	body, berr := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	body, berr := readall.Read(io.LimitReader(resp.Body, limit+1), resp.ContentLength)
 	switch {
 	case berr != nil && ctx.Err() != nil:
 		return resp.StatusCode, nil, 0, OutcomeCanceled, ctx.Err()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/privacycut/privacycut/canon"
+	"github.com/privacycut/privacycut/internal/readall"
 	"github.com/privacycut/privacycut/pipeline"
 	"github.com/privacycut/privacycut/receipts"
 	"github.com/privacycut/privacycut/vault/vaultapi"
@@ -131,7 +131,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		}
 	}
 	limit := g.cfg.maxRequestBytes()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readall.Read(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, g.p.Refuse([]receipts.Refusal{{Code: receipts.LimitExceeded, Part: -1, Line: 1, Column: 1}})

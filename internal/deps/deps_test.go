@@ -21,7 +21,7 @@ var policy = map[string][]string{
 	"censor":            {"grammar", "receipts", "canon"},
 	"verifier":          {"receipts", "canon", "verifier", "internal/bigbuf"},
 	"verifier/plugin":   {"receipts", "canon", "verifier", "internal/bigbuf", "internal/syncbuf"},
-	"egress":            {"receipts", "canon", "verifier", "internal/durable", "internal/bigbuf"},
+	"egress":            {"receipts", "canon", "verifier", "internal/durable", "internal/bigbuf", "internal/readall"},
 	"wire":              {"receipts", "canon"},
 	"lease":             {"receipts", "canon"},
 	"rehydrate":         {"receipts", "canon"},
@@ -31,6 +31,7 @@ var policy = map[string][]string{
 	"internal/syncbuf":  {},
 	"internal/gen":      {},
 	"internal/bigbuf":   {},
+	"internal/readall":  {},
 	// vaultd's early re-execution under GOTRACEBACK=none links nothing.
 	"cmd/vaultd/internal/tbexec": {},
 	"importer":                   {"grammar", "receipts", "canon"},
@@ -41,7 +42,7 @@ var policy = map[string][]string{
 	// the pipeline, and links only the vault's light half (the client):
 	// never the vault's service, its store or Badger (TestVaultClientIsLight).
 	"gateway": append([]string{"pipeline", "grammar", "censor", "egress", "route", "rehydrate", "verifier", "wire",
-		"internal/durable", "internal/bigbuf", "internal/unixsock", "vault/client", "vault/vaultapi", "vault/internal/vaultpb",
+		"internal/durable", "internal/bigbuf", "internal/readall", "internal/unixsock", "vault/client", "vault/vaultapi", "vault/internal/vaultpb",
 		"vault/internal/rpc"}, vaultLight...),
 
 	// The vault's light half (the call types and errors, the gRPC glue

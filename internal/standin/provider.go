@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/privacycut/privacycut/internal/readall"
 )
 
 // Paths of the provider stand-ins. A mode may stand before them as one
@@ -95,7 +97,7 @@ func (s *Server) Requests() []Request {
 // goes to that provider's stand-in, any other path to the Export@1
 // stand-in, whose mode is the last path element.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	body, err := readall.Read(io.LimitReader(r.Body, MaxRequestBytes+1), r.ContentLength)
 	if err != nil {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
