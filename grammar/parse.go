@@ -211,8 +211,14 @@ type ownerSpan struct {
 	cat    Category
 }
 
-// spanChunk is the number of owner spans in a chunk (192 KiB).
-const spanChunk = 8192
+// spanChunk is the number of owner spans in a full chunk (192 KiB). The
+// first chunk holds firstChunk and each next one twice the last, up to
+// spanChunk: a report of a few hundred values does not pay for (and zero)
+// a full chunk on each CPU.
+const (
+	spanChunk  = 8192
+	firstChunk = 256
+)
 
 // add appends spans, which are owner spans (the only ones collected in
 // owner mode).
@@ -222,7 +228,7 @@ func (c *ownerChunks) add(spans []Span) {
 			if c.cur != nil {
 				c.full = append(c.full, c.cur)
 			}
-			c.cur = make([]ownerSpan, 0, spanChunk)
+			c.cur = make([]ownerSpan, 0, min(spanChunk, max(firstChunk, 2*cap(c.cur))))
 		}
 		c.cur = append(c.cur, ownerSpan{off: s.Off, n: s.Len, cat: s.Category})
 	}
