@@ -96,22 +96,7 @@ func (p *Pipeline) Rehydrate(ctx context.Context, ref LeaseRef, schema, ret []by
 		return nil, errors.New("lease reference: expires_at is not RFC 3339")
 	}
 	cl := p.opt.Vault
-	st, err := cl.Status(ctx)
-	if err != nil {
-		return nil, p.vaultRefusal(err)
-	}
-	sealedKey, err := vaultapi.SealEvidenceKey(st.SealKey, p.opt.EvidenceKey)
-	if err != nil {
-		return nil, p.vaultRefusal(err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	// The rehydration is not canceled halfway: the vault consumes the lease
-	// and destroys its key before it replies, so a reply abandoned after
-	// that would lose the only rehydrated answer. (The vault itself stops
-	// before consuming when nobody waits for the result.)
-	res, err := cl.Rehydrate(context.WithoutCancel(ctx), vaultapi.RehydrateRequest{
+	req := vaultapi.RehydrateRequest{
 		Lease:            ref.Lease,
 		Claim:            vaultapi.ClaimRequest{Run: ref.Run, Attempt: ref.Attempt, Station: ref.Station, ReturnDigest: receipts.SHA256(ret)},
 		Schema:           schema,
@@ -121,10 +106,36 @@ func (p *Pipeline) Rehydrate(ctx context.Context, ref LeaseRef, schema, ret []by
 		PolicyRevision:   ref.PolicyRevision,
 		VerifierRevision: ref.VerifierRevision,
 		LabelDigest:      ref.LabelDigest,
-		EvidenceKey:      sealedKey,
-	})
-	if err != nil {
-		return nil, p.rehydrationRefusal(err)
+	}
+	// The evidence key is sealed to the vault's key as the client last
+	// saw it (the grant's, in a gateway); a vault restarted since refuses
+	// it as stale before it claims anything, and the key is fetched again
+	// for one more try.
+	var res vaultapi.RehydrateResult
+	for try := 0; ; try++ {
+		key, err := cl.SealKey(ctx)
+		if err != nil {
+			return nil, p.vaultRefusal(err)
+		}
+		if req.EvidenceKey, err = vaultapi.SealEvidenceKey(key, p.opt.EvidenceKey); err != nil {
+			return nil, p.vaultRefusal(err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// The rehydration is not canceled halfway: the vault consumes the
+		// lease and destroys its key before it replies, so a reply
+		// abandoned after that would lose the only rehydrated answer. (The
+		// vault itself stops before consuming when nobody waits for the
+		// result.)
+		res, err = cl.Rehydrate(context.WithoutCancel(ctx), req)
+		if errors.Is(err, vaultapi.ErrStaleKey) && try == 0 {
+			continue
+		}
+		if err != nil {
+			return nil, p.rehydrationRefusal(err)
+		}
+		break
 	}
 	// The rehydrated result keeps the source's label and stays local.
 	// It is kept from the gate until its purge time, when it must be gone.

@@ -26,7 +26,9 @@ import (
 // provider stand-ins expecting credential.
 type wireEnv struct {
 	p          *pipeline.Pipeline
-	vc         *client.Client // the vault's client
+	dir        string
+	vault      *embedded.Vault // closed at the end of the test (restart replaces it)
+	vc         *client.Client  // the vault's client
 	vocab      *pipeline.Vocabulary
 	model      *standin.Server
 	url        string
@@ -44,7 +46,8 @@ func newWireEnv(t *testing.T) *wireEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { v.Close() })
+	e := &wireEnv{dir: dir, vault: v}
+	t.Cleanup(func() { e.vault.Close() })
 	vc, err := client.Dial(v.Socket())
 	if err != nil {
 		t.Fatal(err)
@@ -57,8 +60,8 @@ func newWireEnv(t *testing.T) *wireEnv {
 	if st.Profile.Profile != "accepted" {
 		t.Skipf("the vault profile is not accepted here (%v): reversible cuts need it", st.Profile.Reasons)
 	}
-	e := &wireEnv{vc: vc, model: standin.New(standin.Options{Credential: testCredential}),
-		credential: filepath.Join(dir, "credential"), journal: filepath.Join(dir, "journal.jsonl")}
+	e.vc, e.model = vc, standin.New(standin.Options{Credential: testCredential})
+	e.credential, e.journal = filepath.Join(dir, "credential"), filepath.Join(dir, "journal.jsonl")
 	if err := os.WriteFile(e.credential, []byte(testCredential+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +151,55 @@ func TestSendExactRequest(t *testing.T) {
 	j, err := os.ReadFile(e.journal)
 	if err != nil || bytes.Contains(j, []byte(testCredential)) {
 		t.Errorf("the journal holds the credential (%v)", err)
+	}
+}
+
+// TestRehydrateAfterVaultRestart: a vault restarted between a cut and its
+// answer draws a new sealing key, so the evidence key sealed to the one the
+// client kept from the grant is refused as stale, before anything is
+// claimed; the rehydration fetches the key again and succeeds.
+func TestRehydrateAfterVaultRestart(t *testing.T) {
+	e := newWireEnv(t)
+	before, err := e.vc.SealKey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := e.cut(t, e.url+"/v1/chat/completions", 1)
+	if err := e.vault.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if e.vault, err = embedded.Open(filepath.Join(e.dir, "vault"), embedded.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the client's connection to come back, through a call that
+	// leaves its cached sealing key alone.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := e.vc.List(context.Background())
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the vault's client did not reconnect: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if cached, err := e.vc.SealKey(context.Background()); err != nil || cached != before {
+		t.Fatalf("the client no longer holds the grant's sealing key (%v)", err)
+	}
+	sent, err := e.p.Send(context.Background(), cut, pipeline.SendOptions{CredentialFile: e.credential, Rehydrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent.Rehydrated == nil || sent.LeaseState != "CONSUMED" || !bytes.Contains(sent.Rehydrated.Result, ownerValues[0]) {
+		t.Fatalf("not rehydrated: state %s", sent.LeaseState)
+	}
+	after, err := e.vc.SealKey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after == before {
+		t.Fatal("the restarted vault kept its sealing key: the test proves nothing")
 	}
 }
 

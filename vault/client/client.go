@@ -161,18 +161,9 @@ func (c *Client) Status(ctx context.Context) (vaultapi.Status, error) {
 // stale (the vault restarted) makes CreateLease fail, and the next Seal
 // fetches the key again.
 func (c *Client) Seal(ctx context.Context, pairs []seal.Pair) (seal.Request, error) {
-	c.mu.Lock()
-	key := c.sealKey
-	c.mu.Unlock()
-	if key == [seal.KeySize]byte{} {
-		st, err := c.Status(ctx)
-		if err != nil {
-			return seal.Request{}, err
-		}
-		key = st.SealKey
-	}
-	if key == [seal.KeySize]byte{} {
-		return seal.Request{}, vaultapi.Refuse("seal", receipts.VaultProfileNotProven)
+	key, err := c.SealKey(ctx)
+	if err != nil {
+		return seal.Request{}, err
 	}
 	req, err := seal.Seal(key, pairs)
 	if err != nil {
@@ -183,6 +174,39 @@ func (c *Client) Seal(ctx context.Context, pairs []seal.Pair) (seal.Request, err
 		return seal.Request{}, vaultapi.Invalid("seal", "values")
 	}
 	return req, nil
+}
+
+// SealKey returns the vault's public sealing key: the one the client's
+// last Status call returned, or fetched now if there is none. A key gone
+// stale (the vault restarted) is refused, as vaultapi.ErrStaleKey, by the
+// call it sealed for, before that call changes anything; the client then
+// forgets it, and the next SealKey fetches it again. A vault without a
+// sealing key (its profile not proven) is VAULT_PROFILE_NOT_PROVEN.
+func (c *Client) SealKey(ctx context.Context) ([seal.KeySize]byte, error) {
+	c.mu.Lock()
+	key := c.sealKey
+	c.mu.Unlock()
+	if key == [seal.KeySize]byte{} {
+		st, err := c.Status(ctx)
+		if err != nil {
+			return key, err
+		}
+		key = st.SealKey
+	}
+	if key == [seal.KeySize]byte{} {
+		return key, vaultapi.Refuse("seal", receipts.VaultProfileNotProven)
+	}
+	return key, nil
+}
+
+// forgetStaleKey forgets the cached sealing key when err says the vault
+// refused it as stale.
+func (c *Client) forgetStaleKey(err error) {
+	if errors.Is(err, vaultapi.ErrStaleKey) {
+		c.mu.Lock()
+		c.sealKey = [seal.KeySize]byte{}
+		c.mu.Unlock()
+	}
 }
 
 // CreateLease asks for a lease over req.Values (sealed with Seal).
@@ -199,11 +223,7 @@ func (c *Client) CreateLease(ctx context.Context, req vaultapi.CreateRequest) (v
 	r, err := c.c.CreateLease(ctx, pr)
 	if err != nil {
 		err = rpc.FromStatus(op, err)
-		if errors.Is(err, vaultapi.ErrStaleKey) {
-			c.mu.Lock()
-			c.sealKey = [seal.KeySize]byte{}
-			c.mu.Unlock()
-		}
+		c.forgetStaleKey(err)
 		return vaultapi.CreateResult{}, err
 	}
 	l, err := decodeLease(op, r.LeaseJson)
@@ -231,11 +251,7 @@ func (c *Client) Issued(ctx context.Context, leaseID string, values seal.Request
 	r, err := c.c.Issued(ctx, &vaultpb.IssuedRequest{LeaseId: leaseID, Values: rpc.SealedToWire(values), Tokens: tokens})
 	if err != nil {
 		err = rpc.FromStatus(op, err)
-		if errors.Is(err, vaultapi.ErrStaleKey) {
-			c.mu.Lock()
-			c.sealKey = [seal.KeySize]byte{}
-			c.mu.Unlock()
-		}
+		c.forgetStaleKey(err)
 		return nil, err
 	}
 	if len(r.Issued) != len(tokens) {

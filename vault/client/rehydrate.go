@@ -48,6 +48,12 @@ func (c *Client) SealEvidenceKey(ctx context.Context, key *receipts.EvidenceKey)
 // of the sealed output fails authentication (ErrInternal), the result is
 // lost: nothing can rehydrate the return again.
 func (c *Client) Rehydrate(ctx context.Context, req vaultapi.RehydrateRequest) (vaultapi.RehydrateResult, error) {
+	res, err := c.rehydrate(ctx, req)
+	c.forgetStaleKey(err)
+	return res, err
+}
+
+func (c *Client) rehydrate(ctx context.Context, req vaultapi.RehydrateRequest) (vaultapi.RehydrateResult, error) {
 	const op = "rehydrate"
 	if req.EvidenceKey.Len() != 1 {
 		return vaultapi.RehydrateResult{}, vaultapi.Invalid(op, "evidence_key")
