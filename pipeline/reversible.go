@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -35,22 +36,32 @@ func (v *vaultSource) Issue(ctx context.Context, sourceDigest string, pairs []ce
 	for i, p := range pairs {
 		sp[i] = seal.Pair{Category: p.Category.String(), Value: p.Value}
 	}
-	sealed, err := cl.Seal(ctx, sp)
-	if err != nil {
-		return nil, err
-	}
-	req := v.req
-	req.SourceDigest, req.Values = sourceDigest, sealed
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	// The grant itself is not canceled: canceled halfway, the vault could
-	// commit a lease whose id the reply never brings back, and a lease is
-	// revoked by its id. A cut canceled meanwhile learns the id here and
-	// revokes the lease when it fails.
-	res, err := cl.CreateLease(context.WithoutCancel(ctx), req)
-	if err != nil {
-		return nil, err
+	// The values are sealed to the vault's key as the client last saw it;
+	// a vault restarted since refuses them as stale before it grants
+	// anything, and they are sealed again to the key fetched anew.
+	var res vaultapi.CreateResult
+	for try := 0; ; try++ {
+		sealed, err := cl.Seal(ctx, sp)
+		if err != nil {
+			return nil, err
+		}
+		req := v.req
+		req.SourceDigest, req.Values = sourceDigest, sealed
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// The grant itself is not canceled: canceled halfway, the vault
+		// could commit a lease whose id the reply never brings back, and a
+		// lease is revoked by its id. A cut canceled meanwhile learns the
+		// id here and revokes the lease when it fails.
+		res, err = cl.CreateLease(context.WithoutCancel(ctx), req)
+		if errors.Is(err, vaultapi.ErrStaleKey) && try == 0 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	v.lease, v.tokens, v.deadline = res.Lease.ID, res.Tokens, res.Lease.Deadline
 	return res.Tokens, nil
@@ -64,12 +75,14 @@ func (p *Pipeline) reversibleSource(ctx context.Context, plan *receipts.Plan, in
 	if p.opt.Vault == nil {
 		return nil, p.refuse(notProven, "", "no vault", nil)
 	}
-	st, err := p.opt.Vault.Status(ctx)
+	// The profile as the client last saw it: the vault refuses the grant
+	// itself if it no longer accepts its profile.
+	prof, err := p.opt.Vault.Profile(ctx)
 	if err != nil {
 		return nil, p.vaultRefusal(err)
 	}
-	if st.Profile.Profile != harden.Accepted {
-		return nil, p.refuse(notProven, "", "vault profile "+st.Profile.Profile+": "+strings.Join(st.Profile.Reasons, ", "), nil)
+	if prof.Profile != harden.Accepted {
+		return nil, p.refuse(notProven, "", "vault profile "+prof.Profile+": "+strings.Join(prof.Reasons, ", "), nil)
 	}
 	return &vaultSource{p: p, req: vaultapi.CreateRequest{
 		Run: in.Run, Attempt: in.Attempt, Target: plan.Target, Purpose: plan.Purpose, Station: plan.Station,

@@ -165,25 +165,7 @@ func TestRehydrateAfterVaultRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cut := e.cut(t, e.url+"/v1/chat/completions", 1)
-	if err := e.vault.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if e.vault, err = embedded.Open(filepath.Join(e.dir, "vault"), embedded.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	// Wait for the client's connection to come back, through a call that
-	// leaves its cached sealing key alone.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := e.vc.List(context.Background())
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the vault's client did not reconnect: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	e.restartVault(t)
 	if cached, err := e.vc.SealKey(context.Background()); err != nil || cached != before {
 		t.Fatalf("the client no longer holds the grant's sealing key (%v)", err)
 	}
@@ -200,6 +182,63 @@ func TestRehydrateAfterVaultRestart(t *testing.T) {
 	}
 	if after == before {
 		t.Fatal("the restarted vault kept its sealing key: the test proves nothing")
+	}
+}
+
+// TestGrantAfterVaultRestart: the values of a cut made after the vault
+// restarted are first sealed to the key the client kept, refused as stale
+// before any lease is granted, and sealed again to the new key; the cut
+// and its round trip succeed, and the vault holds no lease of the refused
+// try.
+func TestGrantAfterVaultRestart(t *testing.T) {
+	e := newWireEnv(t)
+	target := e.url + "/v1/chat/completions"
+	e.cut(t, target, 1) // the client keeps the vault's status
+	e.restartVault(t)
+	leases := func() int {
+		infos, err := e.vc.List(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(infos)
+	}
+	n := leases()
+	cut := e.cut(t, target, 1)
+	if got := leases(); got != n+1 {
+		t.Errorf("%d leases after one cut, want %d", got, n+1)
+	}
+	sent, err := e.p.Send(context.Background(), cut, pipeline.SendOptions{CredentialFile: e.credential, Rehydrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent.Rehydrated == nil || sent.LeaseState != "CONSUMED" {
+		t.Fatalf("not rehydrated: state %s", sent.LeaseState)
+	}
+}
+
+// restartVault closes the embedded vault and opens it again on the same
+// directory (a new sealing key, the same leases), then waits for the
+// client's connection to come back through a call that leaves what the
+// client kept of the vault's status alone.
+func (e *wireEnv) restartVault(t *testing.T) {
+	t.Helper()
+	if err := e.vault.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if e.vault, err = embedded.Open(filepath.Join(e.dir, "vault"), embedded.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := e.vc.List(context.Background())
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the vault's client did not reconnect: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

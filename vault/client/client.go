@@ -34,6 +34,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	sealKey [seal.KeySize]byte // the last public key Status returned, zero when none
+	profile *harden.Profile    // the last profile Status returned, nil when none
 }
 
 // DialOptions are the options of DialWith.
@@ -150,9 +151,26 @@ func (c *Client) Status(ctx context.Context) (vaultapi.Status, error) {
 		st.Leases[k] = int(n)
 	}
 	c.mu.Lock()
-	c.sealKey = st.SealKey
+	c.sealKey, c.profile = st.SealKey, &p
 	c.mu.Unlock()
 	return st, nil
+}
+
+// Profile returns the vault's hardening profile as the client's last
+// Status call returned it, or fetches it now if there is none. The vault
+// itself refuses every reversible call while its profile is not accepted,
+// whatever a client kept; a client forgets what it kept when a call is
+// refused with VAULT_PROFILE_NOT_PROVEN or a stale key (the vault
+// restarted), so the next Profile asks again.
+func (c *Client) Profile(ctx context.Context) (harden.Profile, error) {
+	c.mu.Lock()
+	p := c.profile
+	c.mu.Unlock()
+	if p != nil {
+		return *p, nil
+	}
+	st, err := c.Status(ctx)
+	return st.Profile, err
 }
 
 // Seal seals the pairs to the vault's public key: the client-side half of
@@ -199,12 +217,13 @@ func (c *Client) SealKey(ctx context.Context) ([seal.KeySize]byte, error) {
 	return key, nil
 }
 
-// forgetStaleKey forgets the cached sealing key when err says the vault
-// refused it as stale.
-func (c *Client) forgetStaleKey(err error) {
-	if errors.Is(err, vaultapi.ErrStaleKey) {
+// forgetStatus forgets the kept sealing key and profile when err is a
+// refusal that says they are out of date: a stale key, or a profile the
+// vault no longer accepts.
+func (c *Client) forgetStatus(err error) {
+	if errors.Is(err, vaultapi.ErrStaleKey) || vaultapi.CodeOf(err) == receipts.VaultProfileNotProven {
 		c.mu.Lock()
-		c.sealKey = [seal.KeySize]byte{}
+		c.sealKey, c.profile = [seal.KeySize]byte{}, nil
 		c.mu.Unlock()
 	}
 }
@@ -223,7 +242,7 @@ func (c *Client) CreateLease(ctx context.Context, req vaultapi.CreateRequest) (v
 	r, err := c.c.CreateLease(ctx, pr)
 	if err != nil {
 		err = rpc.FromStatus(op, err)
-		c.forgetStaleKey(err)
+		c.forgetStatus(err)
 		return vaultapi.CreateResult{}, err
 	}
 	l, err := decodeLease(op, r.LeaseJson)
@@ -251,7 +270,7 @@ func (c *Client) Issued(ctx context.Context, leaseID string, values seal.Request
 	r, err := c.c.Issued(ctx, &vaultpb.IssuedRequest{LeaseId: leaseID, Values: rpc.SealedToWire(values), Tokens: tokens})
 	if err != nil {
 		err = rpc.FromStatus(op, err)
-		c.forgetStaleKey(err)
+		c.forgetStatus(err)
 		return nil, err
 	}
 	if len(r.Issued) != len(tokens) {

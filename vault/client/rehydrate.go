@@ -49,7 +49,7 @@ func (c *Client) SealEvidenceKey(ctx context.Context, key *receipts.EvidenceKey)
 // lost: nothing can rehydrate the return again.
 func (c *Client) Rehydrate(ctx context.Context, req vaultapi.RehydrateRequest) (vaultapi.RehydrateResult, error) {
 	res, err := c.rehydrate(ctx, req)
-	c.forgetStaleKey(err)
+	c.forgetStatus(err)
 	return res, err
 }
 

@@ -561,3 +561,33 @@ func TestIssuedAcrossTheSocket(t *testing.T) {
 		}
 	}
 }
+
+// TestClientKeepsProfile: a client answers Profile from its last Status
+// until a call is refused with VAULT_PROFILE_NOT_PROVEN, and then asks the
+// vault again; the vault's own gate refuses the grant meanwhile.
+func TestClientKeepsProfile(t *testing.T) {
+	f := start(t, Options{})
+	p, err := f.c.Profile(ctx)
+	if err != nil || !p.Accepted() {
+		t.Fatalf("profile %+v, %v", p, err)
+	}
+	t.Setenv("GOTRACEBACK", "crash") // no longer provable
+	if f.v.Prove().Accepted() {
+		t.Fatal("the profile is still accepted: the test proves nothing")
+	}
+	if p, err := f.c.Profile(ctx); err != nil || !p.Accepted() {
+		t.Fatalf("the kept profile: %+v, %v", p, err)
+	}
+	sealed, err := f.c.Seal(ctx, canaries(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.c.CreateLease(ctx, service.CreateRequest{Run: "r", Attempt: 1, Target: "https://t", Purpose: "p",
+		SourceDigest: hexDigest("hmac-sha256:"), Values: sealed})
+	if vaultapi.CodeOf(err) != receipts.VaultProfileNotProven {
+		t.Fatalf("CreateLease with the profile not proven: %v", err)
+	}
+	if p, err := f.c.Profile(ctx); err != nil || p.Accepted() {
+		t.Fatalf("after the refusal: %+v, %v; want the vault's profile, not accepted", p, err)
+	}
+}
