@@ -127,66 +127,101 @@ func readLine(part, line, base int, s string, fn func(slot) error) error {
 	bad := func(at, n int, reason string) error {
 		return exportRefusal(receipts.MalformedRecord, part, line, at+1, n, reason)
 	}
+	emit := func(cat string, v, k int) error {
+		return fn(slot{part: part, line: line, col: v + 1, length: k - v, off: base + v, category: cat, value: s[v:k]})
+	}
 	i := 0
 	for i <= len(s) {
-		if !strings.HasPrefix(s[i:], "owner.") {
-			// A public field: up to the next space.
-			j := i
-			for j < len(s) && s[j] != ' ' {
-				if s[j] == '"' || s[j] == '\\' {
-					return bad(j, 1, reasonQuoteOutside)
-				}
-				j++
-			}
-			if j == len(s) {
-				return nil
-			}
-			i = j + 1
-			continue
+		// The public fields up to the next owner slot (a field that starts
+		// with "owner."), or to the end of the line, hold no quote and no
+		// backslash.
+		next := slotStart(s, i)
+		if q := quoteAt(s[i:next]); q >= 0 {
+			return bad(i+q, 1, reasonQuoteOutside)
 		}
-		// owner.<category>="<value>"
-		c := i + len("owner.")
-		j := c
-		for j < len(s) && s[j] >= 'a' && s[j] <= 'z' {
-			j++
+		if next == len(s) {
+			return nil
 		}
-		if j == c || j+1 >= len(s) || s[j] != '=' || s[j+1] != '"' {
-			return bad(i, j-i, reasonOwnerSyntax)
-		}
-		cat := s[c:j]
-		if _, code := categoryIndex(cat); code != "" {
-			return bad(c, j-c, reasonOwnerCategory)
-		}
-		v := j + 2
-		k := v
-		for {
-			if k >= len(s) {
-				return bad(v, len(s)-v, reasonOwnerUnclosed)
-			}
-			if s[k] == '"' {
-				break
-			}
-			if s[k] == '\\' {
-				if k+1 >= len(s) || s[k+1] != '"' && s[k+1] != '\\' {
-					return bad(k, min(2, len(s)-k), reasonOwnerEscape)
-				}
-				k += 2
-				continue
-			}
-			k++
-		}
-		if err := fn(slot{part: part, line: line, col: v + 1, length: k - v, off: base + v, category: cat, value: s[v:k]}); err != nil {
+		var err error
+		if i, err = readSlot(s, next, bad, emit); err != nil || i > len(s) {
 			return err
 		}
-		switch {
-		case k+1 == len(s):
-			return nil
-		case s[k+1] != ' ':
-			return bad(k+1, 1, reasonOwnerSyntax)
-		}
-		i = k + 2
 	}
 	return nil
+}
+
+// readSlot reads the owner slot owner.<category>="<value>" that starts at
+// s[i], passes its category and the offsets of its value to emit, and
+// returns where the next field starts: len(s)+1 when the slot ends the
+// line.
+func readSlot(s string, i int, bad func(at, n int, reason string) error, emit func(cat string, v, k int) error) (int, error) {
+	c := i + len("owner.")
+	j := c
+	for j < len(s) && s[j] >= 'a' && s[j] <= 'z' {
+		j++
+	}
+	if j == c || j+1 >= len(s) || s[j] != '=' || s[j+1] != '"' {
+		return 0, bad(i, j-i, reasonOwnerSyntax)
+	}
+	cat := s[c:j]
+	if _, code := categoryIndex(cat); code != "" {
+		return 0, bad(c, j-c, reasonOwnerCategory)
+	}
+	v := j + 2
+	k := v
+	for {
+		q := quoteAt(s[k:])
+		if q < 0 {
+			return 0, bad(v, len(s)-v, reasonOwnerUnclosed)
+		}
+		if k += q; s[k] == '"' {
+			break
+		}
+		if k+1 >= len(s) || s[k+1] != '"' && s[k+1] != '\\' {
+			return 0, bad(k, min(2, len(s)-k), reasonOwnerEscape)
+		}
+		k += 2
+	}
+	if err := emit(cat, v, k); err != nil {
+		return 0, err
+	}
+	switch {
+	case k+1 == len(s):
+		return len(s) + 1, nil
+	case s[k+1] != ' ':
+		return 0, bad(k+1, 1, reasonOwnerSyntax)
+	}
+	return k + 2, nil
+}
+
+// slotStart returns the offset of the first field at or after i that
+// starts with "owner." (a field starts at i, at 0, or after a space), or
+// len(s) when there is none.
+func slotStart(s string, i int) int {
+	for i < len(s) {
+		k := strings.Index(s[i:], "owner.")
+		if k < 0 {
+			return len(s)
+		}
+		k += i
+		if k == i || s[k-1] == ' ' {
+			return k
+		}
+		i = k + 1
+	}
+	return len(s)
+}
+
+// quoteAt returns the offset of the first quote or backslash in s, or -1.
+func quoteAt(s string) int {
+	q, b := strings.IndexByte(s, '"'), strings.IndexByte(s, '\\')
+	switch {
+	case q < 0:
+		return b
+	case b < 0:
+		return q
+	}
+	return min(q, b)
 }
 
 // checkExport checks an export against the lease's issuance: issued holds

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -378,6 +379,110 @@ func FuzzReadExport(f *testing.F) {
 			if CodeOf(err) == "" || strings.Contains(err.Error(), canary) {
 				t.Fatalf("planted canary: %v", err)
 			}
+		}
+	})
+}
+
+// readLineByBytes is readLine as first written, scanning a byte at a
+// time: the reference FuzzReadLineAgrees holds the faster scans to.
+func readLineByBytes(part, line, base int, s string, fn func(slot) error) error {
+	bad := func(at, n int, reason string) error {
+		return exportRefusal(receipts.MalformedRecord, part, line, at+1, n, reason)
+	}
+	i := 0
+	for i <= len(s) {
+		if !strings.HasPrefix(s[i:], "owner.") {
+			j := i
+			for j < len(s) && s[j] != ' ' {
+				if s[j] == '"' || s[j] == '\\' {
+					return bad(j, 1, reasonQuoteOutside)
+				}
+				j++
+			}
+			if j == len(s) {
+				return nil
+			}
+			i = j + 1
+			continue
+		}
+		c := i + len("owner.")
+		j := c
+		for j < len(s) && s[j] >= 'a' && s[j] <= 'z' {
+			j++
+		}
+		if j == c || j+1 >= len(s) || s[j] != '=' || s[j+1] != '"' {
+			return bad(i, j-i, reasonOwnerSyntax)
+		}
+		if _, code := categoryIndex(s[c:j]); code != "" {
+			return bad(c, j-c, reasonOwnerCategory)
+		}
+		v := j + 2
+		k := v
+		for ; ; k++ {
+			if k >= len(s) {
+				return bad(v, len(s)-v, reasonOwnerUnclosed)
+			}
+			if s[k] == '"' {
+				break
+			}
+			if s[k] == '\\' {
+				if k+1 >= len(s) || s[k+1] != '"' && s[k+1] != '\\' {
+					return bad(k, min(2, len(s)-k), reasonOwnerEscape)
+				}
+				k++
+			}
+		}
+		if err := fn(slot{part: part, line: line, col: v + 1, length: k - v, off: base + v, category: s[c:j], value: s[v:k]}); err != nil {
+			return err
+		}
+		switch {
+		case k+1 == len(s):
+			return nil
+		case s[k+1] != ' ':
+			return bad(k+1, 1, reasonOwnerSyntax)
+		}
+		i = k + 2
+	}
+	return nil
+}
+
+// FuzzReadLineAgrees: readLine reports the same slots and the same
+// refusal, position included, as the byte-at-a-time reader, on any line.
+func FuzzReadLineAgrees(f *testing.F) {
+	for _, s := range []string{
+		``, ` `, `ask x`, `owner.module="a"`, `x owner.module="a" y`, `xowner.module="a"`,
+		`a "b`, `a b\c`, `owner.module="a\"b" owner.team="c\\"`, `owner.module="a"x`,
+		`owner.credential="a"`, `owner.="a"`, `owner.module="a`, `a  owner.team="t" `,
+		`owner.module="a" "`, `owner.owner.module="a"`, `a owner.x`, `owner.module="\q"`,
+	} {
+		f.Add(s)
+	}
+	for _, v := range makeBindVectors() {
+		var doc exportDoc
+		if canon.Unmarshal(v.export, &doc, canon.Options{}) == nil {
+			for _, p := range doc.Parts {
+				for l := range strings.SplitSeq(p.Text, "\n") {
+					f.Add(l)
+				}
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.Contains(s, "\n") {
+			return
+		}
+		var got, want []slot
+		gerr := readLine(1, 2, 3, s, func(sl slot) error { got = append(got, sl); return nil })
+		werr := readLineByBytes(1, 2, 3, s, func(sl slot) error { want = append(want, sl); return nil })
+		if !slices.Equal(got, want) {
+			t.Fatalf("slots %+v, want %+v", got, want)
+		}
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Fatalf("error %v, want %v", gerr, werr)
+		}
+		var gr, wr *receipts.Refusal
+		if errors.As(gerr, &gr) != errors.As(werr, &wr) || gr != nil && *gr != *wr {
+			t.Fatalf("refusal %+v, want %+v", gr, wr)
 		}
 	})
 }
