@@ -108,20 +108,18 @@ func (p *Pipeline) Rehydrate(ctx context.Context, ref LeaseRef, schema, ret []by
 		LabelDigest:      ref.LabelDigest,
 	}
 	// The evidence key is sealed to the vault's key as the client last
-	// saw it (the grant's, in a gateway); a vault restarted since refuses
-	// it as stale before it claims anything, and the key is fetched again
-	// for one more try.
+	// saw it (the grant's, in a gateway).
 	var res vaultapi.RehydrateResult
-	for try := 0; ; try++ {
+	err = retryStale(func() error {
 		key, err := cl.SealKey(ctx)
 		if err != nil {
-			return nil, p.vaultRefusal(err)
+			return p.vaultRefusal(err)
 		}
 		if req.EvidenceKey, err = vaultapi.SealEvidenceKey(key, p.opt.EvidenceKey); err != nil {
-			return nil, p.vaultRefusal(err)
+			return p.vaultRefusal(err)
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		// The rehydration is not canceled halfway: the vault consumes the
 		// lease and destroys its key before it replies, so a reply
@@ -129,13 +127,10 @@ func (p *Pipeline) Rehydrate(ctx context.Context, ref LeaseRef, schema, ret []by
 		// vault itself stops before consuming when nobody waits for the
 		// result.)
 		res, err = cl.Rehydrate(context.WithoutCancel(ctx), req)
-		if errors.Is(err, vaultapi.ErrStaleKey) && try == 0 {
-			continue
-		}
-		if err != nil {
-			return nil, p.rehydrationRefusal(err)
-		}
-		break
+		return p.rehydrationRefusal(err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	// The rehydrated result keeps the source's label and stays local.
 	// It is kept from the gate until its purge time, when it must be gone.

@@ -36,35 +36,42 @@ func (v *vaultSource) Issue(ctx context.Context, sourceDigest string, pairs []ce
 	for i, p := range pairs {
 		sp[i] = seal.Pair{Category: p.Category.String(), Value: p.Value}
 	}
-	// The values are sealed to the vault's key as the client last saw it;
-	// a vault restarted since refuses them as stale before it grants
-	// anything, and they are sealed again to the key fetched anew.
 	var res vaultapi.CreateResult
-	for try := 0; ; try++ {
+	err := retryStale(func() error {
 		sealed, err := cl.Seal(ctx, sp)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		req := v.req
 		req.SourceDigest, req.Values = sourceDigest, sealed
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		// The grant itself is not canceled: canceled halfway, the vault
 		// could commit a lease whose id the reply never brings back, and a
 		// lease is revoked by its id. A cut canceled meanwhile learns the
 		// id here and revokes the lease when it fails.
 		res, err = cl.CreateLease(context.WithoutCancel(ctx), req)
-		if errors.Is(err, vaultapi.ErrStaleKey) && try == 0 {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		break
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	v.lease, v.tokens, v.deadline = res.Lease.ID, res.Tokens, res.Lease.Deadline
 	return res.Tokens, nil
+}
+
+// retryStale calls call, which seals to the vault's key as the client last
+// saw it, and calls it once more if the vault refused that key as stale (it
+// restarted since, with a new key): the vault refuses before it grants or
+// claims anything, and the client, having forgotten the key, fetches the new
+// one.
+func retryStale(call func() error) error {
+	err := call()
+	if errors.Is(err, vaultapi.ErrStaleKey) {
+		err = call()
+	}
+	return err
 }
 
 // reversibleSource checks the vault's profile: without an accepted profile

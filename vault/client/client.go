@@ -173,11 +173,8 @@ func (c *Client) Profile(ctx context.Context) (harden.Profile, error) {
 	return st.Profile, err
 }
 
-// Seal seals the pairs to the vault's public key: the client-side half of
-// CreateLease (package vault/seal). The key is the one the client's last
-// Status call returned, or is fetched now if there is none; a key gone
-// stale (the vault restarted) makes CreateLease fail, and the next Seal
-// fetches the key again.
+// Seal seals the pairs to the vault's public key (SealKey): the
+// client-side half of CreateLease (package vault/seal).
 func (c *Client) Seal(ctx context.Context, pairs []seal.Pair) (seal.Request, error) {
 	key, err := c.SealKey(ctx)
 	if err != nil {

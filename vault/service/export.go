@@ -127,71 +127,57 @@ func readLine(part, line, base int, s string, fn func(slot) error) error {
 	bad := func(at, n int, reason string) error {
 		return exportRefusal(receipts.MalformedRecord, part, line, at+1, n, reason)
 	}
-	emit := func(cat string, v, k int) error {
-		return fn(slot{part: part, line: line, col: v + 1, length: k - v, off: base + v, category: cat, value: s[v:k]})
-	}
 	i := 0
-	for i <= len(s) {
+	for {
 		// The public fields up to the next owner slot (a field that starts
 		// with "owner."), or to the end of the line, hold no quote and no
 		// backslash.
-		next := slotStart(s, i)
-		if q := quoteAt(s[i:next]); q >= 0 {
+		o := slotStart(s, i)
+		if q := quoteAt(s[i:o]); q >= 0 {
 			return bad(i+q, 1, reasonQuoteOutside)
 		}
-		if next == len(s) {
+		if o == len(s) {
 			return nil
 		}
-		var err error
-		if i, err = readSlot(s, next, bad, emit); err != nil || i > len(s) {
+		// owner.<category>="<value>"
+		c := o + len("owner.")
+		j := c
+		for j < len(s) && s[j] >= 'a' && s[j] <= 'z' {
+			j++
+		}
+		if j == c || j+1 >= len(s) || s[j] != '=' || s[j+1] != '"' {
+			return bad(o, j-o, reasonOwnerSyntax)
+		}
+		cat := s[c:j]
+		if _, code := categoryIndex(cat); code != "" {
+			return bad(c, j-c, reasonOwnerCategory)
+		}
+		v := j + 2
+		k := v
+		for {
+			q := quoteAt(s[k:])
+			if q < 0 {
+				return bad(v, len(s)-v, reasonOwnerUnclosed)
+			}
+			if k += q; s[k] == '"' {
+				break
+			}
+			if k+1 >= len(s) || s[k+1] != '"' && s[k+1] != '\\' {
+				return bad(k, min(2, len(s)-k), reasonOwnerEscape)
+			}
+			k += 2
+		}
+		if err := fn(slot{part: part, line: line, col: v + 1, length: k - v, off: base + v, category: cat, value: s[v:k]}); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// readSlot reads the owner slot owner.<category>="<value>" that starts at
-// s[i], passes its category and the offsets of its value to emit, and
-// returns where the next field starts: len(s)+1 when the slot ends the
-// line.
-func readSlot(s string, i int, bad func(at, n int, reason string) error, emit func(cat string, v, k int) error) (int, error) {
-	c := i + len("owner.")
-	j := c
-	for j < len(s) && s[j] >= 'a' && s[j] <= 'z' {
-		j++
-	}
-	if j == c || j+1 >= len(s) || s[j] != '=' || s[j+1] != '"' {
-		return 0, bad(i, j-i, reasonOwnerSyntax)
-	}
-	cat := s[c:j]
-	if _, code := categoryIndex(cat); code != "" {
-		return 0, bad(c, j-c, reasonOwnerCategory)
-	}
-	v := j + 2
-	k := v
-	for {
-		q := quoteAt(s[k:])
-		if q < 0 {
-			return 0, bad(v, len(s)-v, reasonOwnerUnclosed)
+		switch {
+		case k+1 == len(s):
+			return nil
+		case s[k+1] != ' ':
+			return bad(k+1, 1, reasonOwnerSyntax)
 		}
-		if k += q; s[k] == '"' {
-			break
-		}
-		if k+1 >= len(s) || s[k+1] != '"' && s[k+1] != '\\' {
-			return 0, bad(k, min(2, len(s)-k), reasonOwnerEscape)
-		}
-		k += 2
+		i = k + 2
 	}
-	if err := emit(cat, v, k); err != nil {
-		return 0, err
-	}
-	switch {
-	case k+1 == len(s):
-		return len(s) + 1, nil
-	case s[k+1] != ' ':
-		return 0, bad(k+1, 1, reasonOwnerSyntax)
-	}
-	return k + 2, nil
 }
 
 // slotStart returns the offset of the first field at or after i that
