@@ -376,8 +376,10 @@ func TestDiskFaults(t *testing.T) {
 		_, err := dr.c.Rotate(ctx)
 		cancel()
 		dr.wantStorageLow(err, "key_dir")
-		if log := dr.d.Log(); !bytes.Contains(log, []byte(`"msg":"vault: storage"`)) || !bytes.Contains(log, []byte("no space left on device")) {
-			t.Errorf("the rotation was not refused by the full file system (ENOSPC) but before it:\n%s", dr.d.Log())
+		// The refusal's log line precedes the reply, but reaches the log
+		// file through a pipe the harness copies: wait for it.
+		if log, ok := dr.d.LogWith(diskStopBound, `"msg":"vault: storage"`, "no space left on device"); !ok {
+			t.Errorf("the rotation was not refused by the full file system (ENOSPC) but before it:\n%s", log)
 		}
 		if got := dr.statusEpoch(); got != epoch {
 			t.Errorf("a refused rotation moved the epoch from %d to %d", epoch, got)

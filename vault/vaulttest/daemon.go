@@ -383,10 +383,32 @@ func (d *Daemon) Kill() {
 	}
 }
 
-// Log returns the current run's log.
+// Log returns the current run's log: what a goroutine has copied from
+// vaultd's stderr so far, which may trail what vaultd has written while it
+// runs (after it exits, Log is complete). LogWith waits for lines.
 func (d *Daemon) Log() []byte {
 	b, _ := os.ReadFile(d.logPath)
 	return b
+}
+
+// LogWith returns the current run's log once it contains every one of
+// wants, or, when within passes first, the log as it is and false.
+func (d *Daemon) LogWith(within time.Duration, wants ...string) ([]byte, bool) {
+	deadline := time.Now().Add(within)
+	for {
+		b := d.Log()
+		all := true
+		for _, w := range wants {
+			all = all && bytes.Contains(b, []byte(w))
+		}
+		if all {
+			return b, true
+		}
+		if time.Now().After(deadline) {
+			return b, false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // AllLogs returns the logs of every run.
