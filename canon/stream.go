@@ -123,3 +123,74 @@ func (c *canonWriter) str(v *Value) error {
 // UTF-8. Producers that write canonical JSON directly (the censor's export)
 // use it so that their bytes equal Canonicalize's.
 func AppendStringBody(dst, s []byte) []byte { return appendCanonBody(dst, s) }
+
+// CanonicalStringEnd reports whether data[i:] begins with a JSON string
+// written exactly as RFC 8785 writes it — valid UTF-8, no raw control byte,
+// and only the escapes appendCanonString uses — and returns the offset just
+// past its closing quote. Such a string's bytes between the quotes are the
+// AppendStringBody of its value, so a producer may copy them into another
+// canonical document without decoding them.
+func CanonicalStringEnd(data []byte, i int) (int, bool) {
+	if i >= len(data) || data[i] != '"' {
+		return 0, false
+	}
+	start, high := i+1, false
+	for i = start; ; {
+		k, h := scanPlain(data, i)
+		high = high || h
+		if k >= len(data) {
+			return 0, false
+		}
+		switch data[k] {
+		case '"':
+			if high && !utf8.Valid(data[start:k]) {
+				return 0, false
+			}
+			return k + 1, true
+		case '\\':
+			n, ok := canonEscape(data, k)
+			if !ok {
+				return 0, false
+			}
+			i = k + n
+		default: // a raw control byte
+			return 0, false
+		}
+	}
+}
+
+// canonEscape returns the length of the escape at data[k] (a backslash) if
+// it is one RFC 8785 writes: \" \\ \b \f \n \r \t, or \u00xx in lower-case
+// hex for any other control byte.
+func canonEscape(data []byte, k int) (int, bool) {
+	if k+1 >= len(data) {
+		return 0, false
+	}
+	switch data[k+1] {
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		return 2, true
+	case 'u':
+	default:
+		return 0, false
+	}
+	if k+6 > len(data) || data[k+2] != '0' || data[k+3] != '0' {
+		return 0, false
+	}
+	hi, lo := data[k+4], data[k+5]
+	var c byte
+	switch {
+	case hi != '0' && hi != '1':
+		return 0, false
+	case lo >= '0' && lo <= '9':
+		c = (hi-'0')<<4 | (lo - '0')
+	case lo >= 'a' && lo <= 'f':
+		c = (hi-'0')<<4 | (lo - 'a' + 10)
+	default:
+		return 0, false
+	}
+	switch c {
+	case '\b', '\f', '\n', '\r', '\t':
+		return 0, false
+	}
+	return 6, true
+}

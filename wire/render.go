@@ -110,80 +110,142 @@ func Render(export []byte, plan *receipts.Plan, schema []byte) ([]byte, error) {
 	if s.digest != plan.OutputSchemaDigest {
 		return nil, planError("output_schema_digest", reasonSchemaDigest)
 	}
-	texts, err := exportTexts(export)
-	if err != nil {
-		return nil, err
-	}
-	var body canon.Value
-	switch profile {
-	case receipts.WireOpenAIChat:
-		body = openAIBody(plan.Wire, texts, s)
-	default:
-		for i, t := range texts {
-			if len(t) == 0 {
-				e := planError("export", reasonEmptyText)
-				e.Code, e.Part = receipts.MalformedRecord, i
-				return nil, e
-			}
+	spans, ok := exportSpans(export)
+	if !ok {
+		if _, err := exportTexts(export); err != nil {
+			return nil, err
 		}
-		body = anthropicBody(plan.Wire, texts, s)
+		// Unreachable: exportTexts accepts what exportSpans does
+		// (FuzzExportSpans). Refused rather than rendered another way.
+		e := planError("export", reasonExportCanonical)
+		e.Code = receipts.MalformedRecord
+		return nil, e
 	}
-	out, err := body.Canonical()
-	if err != nil {
-		// The tree is built from checked strings and a parsed schema.
-		return nil, docError("export", err)
+	if profile == receipts.WireOpenAIChat {
+		return openAIBody(plan.Wire, export, spans, s), nil
 	}
-	return out, nil
+	for i, sp := range spans {
+		if sp[0] == sp[1] {
+			e := planError("export", reasonEmptyText)
+			e.Code, e.Part = receipts.MalformedRecord, i
+			return nil, e
+		}
+	}
+	return anthropicBody(plan.Wire, export, spans, s), nil
 }
+
+// The bodies are written directly in RFC 8785 canonical form, members in
+// sorted order, each text copied from the export as it is escaped there
+// (exportSpans checks that it is canonical); tests check the bytes against
+// canon.Canonicalize and against a body built as a tree.
 
 // openAIBody is
 //
-//	{"model":M,"messages":[{"role":"system","content":I},{"role":"user","content":T}…],
-//	 "max_completion_tokens":N,"response_format":{"type":"json_schema",
-//	 "json_schema":{"name":"answer","strict":B,"schema":S′}}}
-func openAIBody(w *receipts.Wire, texts [][]byte, s *Schema) canon.Value {
-	msgs := make([]canon.Value, 0, 1+len(texts))
-	msgs = append(msgs, object("role", str("system"), "content", str(w.Instruction)))
-	for _, t := range texts {
-		msgs = append(msgs, object("role", str("user"), "content", canon.Value{Kind: canon.String, Str: t}))
+//	{"max_completion_tokens":N,"messages":[{"content":I,"role":"system"},
+//	 {"content":T,"role":"user"}…],"model":M,"response_format":{"json_schema":
+//	 {"name":"answer","schema":S′,"strict":B},"type":"json_schema"}}
+func openAIBody(w *receipts.Wire, export []byte, spans [][2]int, s *Schema) []byte {
+	b := make([]byte, 0, bodySize(w, export, spans, s)+len(spans)*len(`,{"content":"","role":"user"}`))
+	b = append(b, `{"max_completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(w.MaxOutputTokens), 10)
+	b = append(b, `,"messages":[{"content":`...)
+	b = appendString(b, w.Instruction)
+	b = append(b, `,"role":"system"}`...)
+	for _, sp := range spans {
+		b = append(b, `,{"content":"`...)
+		b = append(b, export[sp[0]:sp[1]]...)
+		b = append(b, `","role":"user"}`...)
 	}
-	return object(
-		"model", str(w.Model),
-		"messages", canon.Value{Kind: canon.Array, Elems: msgs},
-		"max_completion_tokens", num(w.MaxOutputTokens),
-		"response_format", object(
-			"type", str("json_schema"),
-			"json_schema", object(
-				"name", str(SchemaName),
-				"strict", canon.Value{Kind: canon.Bool, Bool: s.strict.Strict},
-				"schema", s.stripped,
-			),
-		),
-	)
+	b = append(b, `],"model":`...)
+	b = appendString(b, w.Model)
+	b = append(b, `,"response_format":{"json_schema":{"name":"`+SchemaName+`","schema":`...)
+	b = append(b, s.canonical...)
+	b = append(b, `,"strict":`...)
+	b = strconv.AppendBool(b, s.strict.Strict)
+	return append(b, `},"type":"json_schema"}}`...)
 }
 
 // anthropicBody is
 //
-//	{"model":M,"max_tokens":N,"system":I,"messages":[{"role":"user","content":
-//	 [{"type":"text","text":T}…]}],"tools":[{"name":"answer","input_schema":S′}],
-//	 "tool_choice":{"type":"tool","name":"answer"}}
-func anthropicBody(w *receipts.Wire, texts [][]byte, s *Schema) canon.Value {
-	blocks := make([]canon.Value, len(texts))
-	for i, t := range texts {
-		blocks[i] = object("type", str("text"), "text", canon.Value{Kind: canon.String, Str: t})
+//	{"max_tokens":N,"messages":[{"content":[{"text":T,"type":"text"}…],
+//	 "role":"user"}],"model":M,"system":I,"tool_choice":{"name":"answer",
+//	 "type":"tool"},"tools":[{"input_schema":S′,"name":"answer"}]}
+func anthropicBody(w *receipts.Wire, export []byte, spans [][2]int, s *Schema) []byte {
+	b := make([]byte, 0, bodySize(w, export, spans, s)+len(spans)*len(`,{"text":"","type":"text"}`))
+	b = append(b, `{"max_tokens":`...)
+	b = strconv.AppendInt(b, int64(w.MaxOutputTokens), 10)
+	b = append(b, `,"messages":[{"content":[`...)
+	for i, sp := range spans {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"text":"`...)
+		b = append(b, export[sp[0]:sp[1]]...)
+		b = append(b, `","type":"text"}`...)
 	}
-	return object(
-		"model", str(w.Model),
-		"max_tokens", num(w.MaxOutputTokens),
-		"system", str(w.Instruction),
-		"messages", canon.Value{Kind: canon.Array, Elems: []canon.Value{
-			object("role", str("user"), "content", canon.Value{Kind: canon.Array, Elems: blocks}),
-		}},
-		"tools", canon.Value{Kind: canon.Array, Elems: []canon.Value{
-			object("name", str(SchemaName), "input_schema", s.stripped),
-		}},
-		"tool_choice", object("type", str("tool"), "name", str(SchemaName)),
-	)
+	b = append(b, `],"role":"user"}],"model":`...)
+	b = appendString(b, w.Model)
+	b = append(b, `,"system":`...)
+	b = appendString(b, w.Instruction)
+	b = append(b, `,"tool_choice":{"name":"`+SchemaName+`","type":"tool"},"tools":[{"input_schema":`...)
+	b = append(b, s.canonical...)
+	return append(b, `,"name":"`+SchemaName+`"}]}`...)
+}
+
+// bodySize is the size of a body's variable parts and fixed members, to
+// within the escapes of the model and the instruction.
+func bodySize(w *receipts.Wire, export []byte, spans [][2]int, s *Schema) int {
+	n := 256 + len(w.Model) + len(w.Instruction) + len(s.canonical)
+	for _, sp := range spans {
+		n += sp[1] - sp[0]
+	}
+	return n
+}
+
+// appendString appends s, valid UTF-8 (CheckPlan), as a canonical JSON
+// string.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = canon.AppendStringBody(b, []byte(s))
+	return append(b, '"')
+}
+
+// exportSpans returns where each part's escaped text lies in export, if
+// export is a canonical Export@1 document with at least one part:
+// exactly {"parts":[{"kind":K,"text":T}(,{…})*],"profile":"closed-diagnostic@1"}
+// with K and T canonical strings (members are sorted and there is no
+// space). Whatever else it refuses, exportTexts refuses too, saying why.
+func exportSpans(export []byte) ([][2]int, bool) {
+	const head, tail = `{"parts":[`, `],"profile":"` + receipts.ProfileName + `"}`
+	if !bytes.HasPrefix(export, []byte(head)) || !bytes.HasSuffix(export, []byte(tail)) {
+		return nil, false
+	}
+	body := export[:len(export)-len(tail)]
+	var spans [][2]int
+	for i := len(head); ; {
+		if len(spans) > 0 {
+			if i == len(body) {
+				return spans, true
+			}
+			if body[i] != ',' {
+				return nil, false
+			}
+			i++
+		}
+		if !bytes.HasPrefix(body[i:], []byte(`{"kind":`)) {
+			return nil, false
+		}
+		end, ok := canon.CanonicalStringEnd(body, i+len(`{"kind":`))
+		if !ok || !bytes.HasPrefix(body[end:], []byte(`,"text":`)) {
+			return nil, false
+		}
+		from := end + len(`,"text":`)
+		if end, ok = canon.CanonicalStringEnd(body, from); !ok || end == len(body) || body[end] != '}' {
+			return nil, false
+		}
+		spans = append(spans, [2]int{from + 1, end - 1})
+		i = end + 1
+	}
 }
 
 // exportTexts reads a canonical Export@1 document and returns its parts'
@@ -247,17 +309,4 @@ func knownProfile(p string) bool {
 func partShape(err error, i int) error {
 	err.(*Error).Part = i
 	return err
-}
-
-func str(s string) canon.Value { return canon.Value{Kind: canon.String, Str: []byte(s)} }
-
-func num(n int) canon.Value { return canon.Value{Kind: canon.Number, Num: strconv.Itoa(n)} }
-
-// object builds an object from alternating keys and values.
-func object(kv ...any) canon.Value {
-	v := canon.Value{Kind: canon.Object, Members: make([]canon.Member, 0, len(kv)/2)}
-	for i := 0; i+1 < len(kv); i += 2 {
-		v.Members = append(v.Members, canon.Member{Key: []byte(kv[i].(string)), Value: kv[i+1].(canon.Value)})
-	}
-	return v
 }

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -444,14 +446,33 @@ func TestRenderStrictSchema(t *testing.T) {
 	}
 }
 
+// BenchmarkRender renders the testdata export and one of about 120 KB,
+// the size of a 500-finding report's.
 func BenchmarkRender(b *testing.B) {
 	export, schema := readTestdata(b, "export.json"), readTestdata(b, "schema.json")
+	tree, err := canon.Parse(export, canon.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := &tree.Members[0].Value.Elems[0].Members[1].Value
+	text.Str = bytes.Repeat(text.Str, 120<<10/len(text.Str))
+	large, err := tree.Canonical()
+	if err != nil {
+		b.Fatal(err)
+	}
 	p := testPlan(b, receipts.WireOpenAIChat)
-	b.SetBytes(int64(len(export)))
-	for b.Loop() {
-		if _, err := wire.Render(export, p, schema); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name   string
+		export []byte
+	}{{"testdata", export}, {"120KB", large}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.export)))
+			for b.Loop() {
+				if _, err := wire.Render(bc.export, p, schema); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -477,4 +498,103 @@ func TestDocExample(t *testing.T) {
 	if diff := cmp.Diff(want, string(body)); diff != "" {
 		t.Errorf("body (-doc +got):\n%s", diff)
 	}
+}
+
+// FuzzRender: Render writes the body built as a tree from the texts
+// exportTexts decodes (the RFC 8785 canonical form of the documented
+// shape), and refuses exactly what exportTexts refuses, with its error.
+func FuzzRender(f *testing.F) {
+	export := readTestdata(f, "export.json")
+	f.Add(uint8(0), "m", "Answer.", export)
+	f.Add(uint8(1), "m\"\\", "I\u2028\x01\n", export)
+	for _, e := range []string{
+		`{"parts":[{"kind":"a\"b","text":"x\u001f\t"},{"kind":"q","text":""}],"profile":"closed-diagnostic@1"}`,
+		`{"parts":[{"kind":"a","text":"\u0041"}],"profile":"closed-diagnostic@1"}`,
+		`{"parts":[{"kind":"a","text":"\/"}],"profile":"closed-diagnostic@1"}`,
+		`{"parts":[{"kind":"a","text":"é"} ],"profile":"closed-diagnostic@1"}`,
+		`{"parts":[{"kind":"a","text":"x"},],"profile":"closed-diagnostic@1"}`,
+		`{"parts":[{"text":"x","kind":"a"}],"profile":"closed-diagnostic@1"}`,
+	} {
+		f.Add(uint8(0), "m", "i", []byte(e))
+		f.Add(uint8(1), "m", "i", []byte(e))
+	}
+	schema := readTestdata(f, "schema.json")
+	stripped, err := wire.Strip(schema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	sPrime, err := canon.Parse(stripped, canon.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	strict, err := wire.CheckStrict(schema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, pi uint8, model, instr string, export []byte) {
+		profile := []string{receipts.WireOpenAIChat, receipts.WireAnthropicMessages}[pi%2]
+		p := testPlan(t, profile)
+		p.Wire.Model, p.Wire.Instruction = model, instr
+		if wire.CheckPlan(p) != nil {
+			return
+		}
+		body, err := wire.Render(export, p, schema)
+		texts, terr := wire.ExportTexts(export)
+		empty := profile == receipts.WireAnthropicMessages && terr == nil && slices.ContainsFunc(texts, func(b []byte) bool { return len(b) == 0 })
+		switch {
+		case terr != nil:
+			if diff := cmp.Diff(terr, err); diff != "" {
+				t.Fatalf("refusal differs from exportTexts' (-exportTexts +Render):\n%s", diff)
+			}
+		case empty:
+			var we *wire.Error
+			if !errors.As(err, &we) || we.Code != receipts.MalformedRecord || we.Part != slices.IndexFunc(texts, func(b []byte) bool { return len(b) == 0 }) {
+				t.Fatalf("empty text: %v", err)
+			}
+		case err != nil:
+			t.Fatalf("Render refused what exportTexts accepts: %v", err)
+		default:
+			want, err := treeBody(p.Wire, texts, sPrime, strict.Strict).Canonical()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(body, want) {
+				t.Fatalf("body differs from the tree's:\n got %q\nwant %q", body, want)
+			}
+		}
+	})
+}
+
+// treeBody is the documented wire body of the texts, as a tree.
+func treeBody(w *receipts.Wire, texts [][]byte, sPrime *canon.Value, strict bool) *canon.Value {
+	str := func(s []byte) canon.Value { return canon.Value{Kind: canon.String, Str: s} }
+	num := canon.Value{Kind: canon.Number, Num: strconv.Itoa(w.MaxOutputTokens)}
+	object := func(kv ...any) canon.Value {
+		v := canon.Value{Kind: canon.Object}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Members = append(v.Members, canon.Member{Key: []byte(kv[i].(string)), Value: kv[i+1].(canon.Value)})
+		}
+		return v
+	}
+	array := func(elems ...canon.Value) canon.Value { return canon.Value{Kind: canon.Array, Elems: elems} }
+	var v canon.Value
+	if w.Profile == receipts.WireOpenAIChat {
+		msgs := []canon.Value{object("role", str([]byte("system")), "content", str([]byte(w.Instruction)))}
+		for _, t := range texts {
+			msgs = append(msgs, object("role", str([]byte("user")), "content", str(t)))
+		}
+		v = object("model", str([]byte(w.Model)), "messages", array(msgs...), "max_completion_tokens", num,
+			"response_format", object("type", str([]byte("json_schema")), "json_schema", object(
+				"name", str([]byte("answer")), "strict", canon.Value{Kind: canon.Bool, Bool: strict}, "schema", *sPrime)))
+	} else {
+		var blocks []canon.Value
+		for _, t := range texts {
+			blocks = append(blocks, object("type", str([]byte("text")), "text", str(t)))
+		}
+		v = object("model", str([]byte(w.Model)), "max_tokens", num, "system", str([]byte(w.Instruction)),
+			"messages", array(object("role", str([]byte("user")), "content", array(blocks...))),
+			"tools", array(object("name", str([]byte("answer")), "input_schema", *sPrime)),
+			"tool_choice", object("type", str([]byte("tool")), "name", str([]byte("answer"))))
+	}
+	return &v
 }
