@@ -39,7 +39,7 @@ unit:
 	$(GO) test -race -count=1 -timeout 20m ./tests/
 
 # Every parser and recognizer has a fuzz target (scripts/fuzz finds them all:
-# 53); each runs for FUZZTIME, 10 s so that CI stays well inside 30 minutes
+# 57); each runs for FUZZTIME, 10 s so that CI stays well inside 30 minutes
 # on 2 CPUs (about 10 of its minutes are fuzzing); run
 # `make fuzz FUZZTIME=2m` for a longer pass.
 fuzz:
