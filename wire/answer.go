@@ -73,7 +73,9 @@ func ReadAnswerCanonical(profile string, status int, body []byte) (answer, canon
 	if reason != "" {
 		return nil, nil, fail(reason)
 	}
-	if c, err := doc.Canonical(); err == nil {
+	// Sized for the answer: a canonical form is rarely longer than the
+	// text it was parsed from.
+	if c, err := doc.AppendCanonical(make([]byte, 0, len(answer)+len(answer)/16)); err == nil {
 		canonical = c
 	}
 	return answer, canonical, nil
@@ -147,7 +149,9 @@ func openAIAnswer(root *canon.Value) ([]byte, *canon.Value, string) {
 	if err != nil {
 		return nil, nil, ReasonContentJSON
 	}
-	return bytes.Clone(content.Str), doc, ""
+	// The decoded content is the parse's own copy of it, capped to its
+	// length: it shares no memory with the response.
+	return content.Str, doc, ""
 }
 
 // anthropicAnswer returns the answer of an anthropic-messages@1 response,
