@@ -70,7 +70,8 @@ func dial(socketPath string, trust func(uid uint32) bool) (*Client, error) {
 	}
 	conn, err := grpc.NewClient("unix:"+socketPath,
 		grpc.WithTransportCredentials(&rpc.Creds{Trust: trust}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage),
+			grpc.ForceCodecV2(rpc.Codec)),
 	)
 	if err != nil {
 		return nil, vaultapi.Fail("dial", vaultapi.ErrUnavailable)

@@ -66,6 +66,7 @@ func New(v *service.Vault, opt Options) *Server {
 		grpc.MaxRecvMsgSize(rpc.MaxMessage),
 		grpc.MaxSendMsgSize(rpc.MaxMessage),
 		grpc.ConnectionTimeout(10*time.Second),
+		grpc.ForceServerCodecV2(rpc.Codec),
 	)
 	vaultpb.RegisterVaultServer(s.grpc, &handler{v: v})
 	return s

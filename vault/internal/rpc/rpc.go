@@ -1,7 +1,8 @@
 // Package rpc is what vaultd's gRPC server (package vault/server) and its
 // client (package vault/client) share: the message limits, the
 // peer-credential transport credentials, the one table between vault
-// errors and gRPC statuses, and the wire form of sealed values.
+// errors and gRPC statuses, the wire form of sealed values, and the codec
+// both ends encode with (Codec, whose buffers are sized to the message).
 //
 // # Security properties
 //
