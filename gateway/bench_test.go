@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,19 +121,51 @@ func stageSums(e *env, route string) map[string][2]float64 {
 }
 
 // directP50 and directP99 are the direct calls' quantiles of this run, by
-// concurrency: the gateway's overhead is measured against them.
-var directP50, directP99 = map[int]float64{}, map[int]float64{}
+// concurrency, and directCPU their CPU time a request: the gateway's
+// overhead is measured against them.
+var directP50, directP99, directCPU = map[int]float64{}, map[int]float64{}, map[int]float64{}
+
+// cpuUsed is the CPU time, user and system, of this process (clients,
+// stand-in, gateway, vault) and of its verifier plugins.
+func cpuUsed(tb testing.TB) time.Duration {
+	tb.Helper()
+	pids := plugins(tb)
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	d := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	for _, pid := range pids {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			continue // gone since it was listed
+		}
+		// After "pid (comm)": state is field 3 of the line, utime and
+		// stime fields 14 and 15, in clock ticks of 10 ms (USER_HZ).
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		d += time.Duration(utime+stime) * 10 * time.Millisecond
+	}
+	return d
+}
 
 // BenchmarkGateway500 measures, in one run, the 500-finding report cut by
 // the gateway (native API, verifier out of process in a warm plugin,
 // openai-chat@1 to the stand-in) on an irreversible route and on a
 // reversible one (a durable lease in the vault over its socket), against
 // POSTing the same wire body to the stand-in directly, at 1 and 16
-// concurrent clients. Custom metrics: p50-ms, p99-ms, req/s, and for the
-// gateway overhead-p50-ms and overhead-p99-ms (the gateway's quantile less
-// the direct call's at the same concurrency) and the mean milliseconds of
-// each stage (prepare includes the vault's grant, seal the lease's
-// binding, rehydrate is in the vault).
+// concurrent clients. Custom metrics: p50-ms, p99-ms, req/s, cpu-ms/req
+// (the CPU time of this process and of the plugins a request), and for
+// the gateway overhead-p50-ms, overhead-p99-ms and overhead-cpu-ms/req (the
+// gateway's figure less the direct call's at the same concurrency: the
+// CPU a request costs the gateway, its vault and its plugins, the stand-in
+// and the clients taken out) and the mean milliseconds of each stage
+// (prepare includes the vault's grant, seal the lease's binding,
+// rehydrate is in the vault).
 func BenchmarkGateway500(b *testing.B) {
 	// The example's schema with room for an answer of 500 findings.
 	schema := bytes.ReplaceAll(bytes.ReplaceAll(examples.Schema, []byte(`"maxItems": 200`), []byte(`"maxItems": 1000`)),
@@ -152,6 +187,7 @@ func BenchmarkGateway500(b *testing.B) {
 	for _, c := range []int{1, 16} {
 		b.Run(fmt.Sprintf("direct/c%d", c), func(b *testing.B) {
 			b.SetBytes(int64(len(doc)))
+			cpu0 := cpuUsed(b)
 			d, wall := latencies(b, b.N, c, func(int64) error {
 				req, _ := http.NewRequest(http.MethodPost, e.upstream+standin.OpenAIPath, bytes.NewReader(wire))
 				req.Header.Set("Content-Type", "application/json")
@@ -167,7 +203,9 @@ func BenchmarkGateway500(b *testing.B) {
 				}
 				return nil
 			})
+			directCPU[c] = float64(cpuUsed(b)-cpu0) / float64(time.Millisecond) / float64(b.N)
 			directP50[c], directP99[c] = quantile(d, 0.50), quantile(d, 0.99)
+			b.ReportMetric(directCPU[c], "cpu-ms/req")
 			b.ReportMetric(directP50[c], "p50-ms")
 			b.ReportMetric(directP99[c], "p99-ms")
 			b.ReportMetric(float64(b.N)/wall.Seconds(), "req/s")
@@ -184,8 +222,11 @@ func BenchmarkGateway500(b *testing.B) {
 				s0 := stageSums(e, rt.route)
 				b.SetBytes(int64(len(doc)))
 				b.ResetTimer()
+				cpu0 := cpuUsed(b)
 				d, wall := latencies(b, b.N, c, func(i int64) error { return e.cut(rt.route, bodies[i]) })
+				cpu := float64(cpuUsed(b)-cpu0) / float64(time.Millisecond) / float64(b.N)
 				b.StopTimer()
+				b.ReportMetric(cpu, "cpu-ms/req")
 				p50, p99 := quantile(d, 0.50), quantile(d, 0.99)
 				b.ReportMetric(p50, "p50-ms")
 				b.ReportMetric(p99, "p99-ms")
@@ -193,6 +234,7 @@ func BenchmarkGateway500(b *testing.B) {
 				if _, ok := directP50[c]; ok {
 					b.ReportMetric(p50-directP50[c], "overhead-p50-ms")
 					b.ReportMetric(p99-directP99[c], "overhead-p99-ms")
+					b.ReportMetric(cpu-directCPU[c], "overhead-cpu-ms/req")
 				}
 				s1 := stageSums(e, rt.route)
 				for stage, v := range s1 {

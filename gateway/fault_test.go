@@ -25,7 +25,7 @@ import (
 )
 
 // plugins returns the pids of this process's verifier plugin children.
-func plugins(t *testing.T) []int {
+func plugins(t testing.TB) []int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
