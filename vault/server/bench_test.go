@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/privacycut/privacycut/receipts"
-	"github.com/privacycut/privacycut/vault/client"
 )
 
 // BenchmarkRehydrateSocket is issue 5's rehydration figure end to end over
@@ -65,15 +64,7 @@ func BenchmarkBindExport(b *testing.B) {
 			f := start(b, Options{})
 			export := bytes.Repeat([]byte("x"), 130<<10)
 			digest, candidate := receipts.SHA256(export), hexDigest("hmac-sha256:")
-			cs := make([]*client.Client, clients)
-			for i := range cs {
-				c, err := client.Dial(f.sock)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { c.Close() })
-				cs[i] = c
-			}
+			cs := dialClients(b, f.sock, clients)
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			b.ResetTimer()

@@ -38,15 +38,7 @@ func BenchmarkLifecycle(b *testing.B) {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			raw := rawBadgerCommits(b, 32, 2*time.Second/3)
 			f := start(b, Options{})
-			cs := make([]*client.Client, clients)
-			for i := range cs {
-				c, err := client.Dial(f.sock)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { c.Close() })
-				cs[i] = c
-			}
+			cs := dialClients(b, f.sock, clients)
 			ps := canaries(lifecycleValues, 16)
 			var next atomic.Int64
 			lat := make([]time.Duration, b.N)
@@ -91,6 +83,22 @@ func BenchmarkLifecycle(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/lifecycle")
 		})
 	}
+}
+
+// dialClients dials n clients to the vault at sock, each on its own
+// connection, closed when b ends.
+func dialClients(b *testing.B, sock string, n int) []*client.Client {
+	b.Helper()
+	cs := make([]*client.Client, n)
+	for i := range cs {
+		c, err := client.Dial(sock)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		cs[i] = c
+	}
+	return cs
 }
 
 // cpuTime is the CPU time, user and system, this process has used: the
