@@ -14,7 +14,9 @@ import (
 // buffers of Pool rather than of gRPC's default pool. That pool has no tier
 // between 32 KiB and 1 MiB and clears a buffer's whole capacity each time
 // it hands it out, so that an export bound or an answer rehydrated of 100
-// KB would clear 1 MiB on each side of the socket.
+// KB would clear 1 MiB on each side of the socket. grpc-go marks
+// ForceCodecV2 experimental: TestCodecOnTheSocket (package vault/server)
+// fails if an upgrade stops either end from using Codec.
 var Codec encoding.CodecV2 = codec{}
 
 // Pool holds the buffers of Codec: a tier for each power of two from 256
