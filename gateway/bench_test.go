@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,15 +134,11 @@ func cpuUsed(tb testing.TB) time.Duration {
 	}
 	d := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	for _, pid := range pids {
-		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-		if err != nil {
-			continue // gone since it was listed
-		}
-		// After "pid (comm)": state is field 3 of the line, utime and
-		// stime fields 14 and 15, in clock ticks of 10 ms (USER_HZ).
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		// utime and stime are fields 14 and 15 of the line, in clock
+		// ticks of 10 ms (USER_HZ).
+		f := procStat(pid)
 		if len(f) < 13 {
-			continue
+			continue // gone since it was listed
 		}
 		utime, _ := strconv.ParseInt(f[11], 10, 64)
 		stime, _ := strconv.ParseInt(f[12], 10, 64)

@@ -37,12 +37,7 @@ func plugins(t testing.TB) []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: comm may hold spaces, so cut after ')'.
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		f := procStat(pid)
 		if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
 			continue
 		}
@@ -52,6 +47,17 @@ func plugins(t testing.TB) []int {
 		}
 	}
 	return pids
+}
+
+// procStat returns the fields of /proc/pid/stat after "pid (comm)" (comm
+// may hold spaces, so the line is cut after its last ')'): field 3 of the
+// line, the state, is the first; nil if the process is gone.
+func procStat(pid int) []string {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 }
 
 func signalAll(t *testing.T, pids []int, sig syscall.Signal) {
