@@ -33,11 +33,14 @@ func (p *countingPool) Get(n int) *[]byte {
 // of rpc.Pool and the server gathers it into another (rpc.Codec on both
 // ends), whatever it then makes of the request.
 func TestCodecOnTheSocket(t *testing.T) {
-	f := start(t, Options{})
 	export := bytes.Repeat([]byte("x"), 130<<10)
+	// Set before the server and client start, and put back after they
+	// stop (cleanups run last first): no goroutine of theirs reads
+	// rpc.Pool while it changes.
 	p := &countingPool{BufferPool: rpc.Pool, min: len(export)}
 	rpc.Pool = p
 	t.Cleanup(func() { rpc.Pool = p.BufferPool })
+	f := start(t, Options{})
 	// Refused (no such lease): what matters is how it crossed.
 	if err := f.c.Bind(ctx, "pcl:aaaaaaaaaaaaaaaaaaaaaaaaaa", "evt:seal", hexDigest("hmac-sha256:"), receipts.SHA256(export), export); err == nil {
 		t.Fatal("bind of an unknown lease accepted")
